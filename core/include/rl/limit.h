@@ -1,0 +1,88 @@
+// Limits and policies: what a rate limit is, and the one textual spec parser that the RESP server,
+// config files and library users share ("SLIDING_WINDOW 100 1m FIXED_WINDOW 5000 1d").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace rl {
+
+enum class Algorithm : uint8_t {
+  kTokenBucket = 0,
+  kGcra = 1,
+  kSlidingLog = 2,
+  kSlidingWindow = 3,
+  kFixedWindow = 4,
+  kLeakyBucket = 5,
+};
+
+// "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET".
+std::string_view AlgorithmName(Algorithm algorithm);
+// Case-insensitive inverse of AlgorithmName; nullopt for anything else.
+std::optional<Algorithm> ParseAlgorithm(std::string_view name);
+
+// "LIMIT per WINDOW". Token bucket, GCRA and leaky bucket read it as a rate (limit / window) with a
+// capacity (burst, queue size) that defaults to `limit`.
+struct Limit {
+  Algorithm algorithm = Algorithm::kTokenBucket;
+  int64_t limit = 0;      // > 0
+  int64_t window_ms = 0;  // > 0
+  int64_t burst = 0;      // 0 = same as limit; only meaningful for bucket algorithms
+
+  int64_t capacity() const { return burst > 0 ? burst : limit; }
+  friend bool operator==(const Limit& a, const Limit& b) {
+    return a.algorithm == b.algorithm && a.limit == b.limit && a.window_ms == b.window_ms &&
+           a.capacity() == b.capacity();
+  }
+  friend bool operator!=(const Limit& a, const Limit& b) { return !(a == b); }
+};
+
+// Largest accepted values; chosen so every product the algorithms form fits in int64.
+inline constexpr int64_t kMaxLimit = int64_t{1} << 40;
+inline constexpr int64_t kMaxWindowMs = int64_t{10} * 365 * 24 * 3600 * 1000;  // ten years
+inline constexpr size_t kMaxLimitsPerCheck = 8;
+
+// Parses a duration with a unit: "250ms", "1s", "60s", "1m", "1h", "1d"; a bare integer means
+// milliseconds. Must be in [1, kMaxWindowMs]. Error messages are fit for a RESP "-ERR " reply.
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
+// Shortest exact rendering: 60000 -> "1m", 1500 -> "1500ms".
+std::string FormatDuration(int64_t ms);
+
+// Parses one "<ALGORITHM> limit window [BURST n]" starting at tokens[*pos] and advances *pos past
+// it. Fails when tokens[*pos] is not an algorithm name or the numbers are invalid.
+absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos);
+// Parses consecutive limits from tokens[*pos] until a token that is not an algorithm name (so a
+// caller can go on with its own keywords such as COST). At least one, at most kMaxLimitsPerCheck.
+absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
+                                               size_t* pos);
+// Canonical spec text, e.g. "TOKEN_BUCKET 100 1m BURST 20".
+std::string FormatLimit(const Limit& limit);
+
+// What a remote caller does when the limiter cannot be reached in time.
+enum class FailureMode : uint8_t { kFailOpen = 0, kFailClosed = 1 };
+
+// A named set of limits checked together, all or nothing. A policy's state lives under its name,
+// so renaming a policy starts it clean.
+struct Policy {
+  std::string name;
+  std::vector<Limit> limits;
+  bool shadow = false;  // evaluate and count, but always allow
+  FailureMode failure_mode = FailureMode::kFailOpen;
+};
+
+// Parses "<limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]" (keywords case-insensitive, any order after
+// the limits). The name must be 1..128 printable characters without spaces.
+absl::StatusOr<Policy> ParsePolicy(std::string_view name,
+                                   absl::Span<const std::string_view> tokens);
+// Same, from one whitespace-separated string (config files).
+absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec);
+// Canonical spec text of the limits and flags (without the name); ParsePolicy round-trips it.
+std::string FormatPolicy(const Policy& policy);
+
+}  // namespace rl

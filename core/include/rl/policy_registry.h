@@ -1,0 +1,36 @@
+// Named policies, shared by every connection: RL.POLICY SET/GET/DEL/LIST and config (re)loads.
+// Readers get an immutable snapshot of a policy, so a reload never changes a check midway.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "rl/limit.h"
+
+namespace rl {
+
+class PolicyRegistry {
+ public:
+  PolicyRegistry();
+  ~PolicyRegistry();
+
+  // Defines or replaces a policy. Fails for an invalid name or limit set.
+  absl::Status Set(Policy policy);
+  // Removes a policy; false when there was none.
+  bool Delete(std::string_view name);
+  // The policy, or null.
+  std::shared_ptr<const Policy> Get(std::string_view name) const;
+  // All policies sorted by name.
+  std::vector<std::shared_ptr<const Policy>> List() const;
+  // Replaces the whole set at once (config reload). Limiter state is untouched.
+  void ReplaceAll(std::vector<Policy> policies);
+  size_t size() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rl

@@ -1,0 +1,2 @@
+// Placeholder until the writer lands (issue 3).
+#include "resp/writer.h"
