@@ -1,0 +1,2 @@
+// Placeholder; implemented with issue 2.
+#include "rl/limit.h"
