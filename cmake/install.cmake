@@ -1,0 +1,44 @@
+# Install rules and the CMake package for the embedded library, so another project can do
+#   find_package(rl 0.1 REQUIRED)
+#   target_link_libraries(app PRIVATE rl::core)
+# Included by the top-level CMakeLists after every target exists. Only the engine (rl::core) and
+# its public headers are installed: the server, the HTTP example and the tests stay in the tree.
+include(CMakePackageConfigHelpers)
+
+# A project that pulls rl in with add_subdirectory/FetchContent usually does not want rl's files in
+# its own install tree; it can turn this off.
+option(RL_INSTALL "Install rl::core, its headers and the rl CMake package" ${PROJECT_IS_TOP_LEVEL})
+if(NOT RL_INSTALL)
+  return()
+endif()
+
+set(RL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rl CACHE STRING
+    "Where rlConfig.cmake is installed, relative to the prefix")
+
+# The exported name is rl::core, the same as the in-tree alias, so consumer code does not change
+# between add_subdirectory and find_package.
+set_target_properties(rl_core PROPERTIES EXPORT_NAME core)
+install(TARGETS rl_core
+  EXPORT rlTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/rl
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+install(EXPORT rlTargets
+  NAMESPACE rl::
+  DESTINATION ${RL_INSTALL_CMAKEDIR})
+
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/rlConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/rlConfig.cmake
+  INSTALL_DESTINATION ${RL_INSTALL_CMAKEDIR})
+# 0.x releases may break the API between minor versions, hence SameMinorVersion.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/rlConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/rlConfig.cmake
+  ${PROJECT_BINARY_DIR}/rlConfigVersion.cmake
+  DESTINATION ${RL_INSTALL_CMAKEDIR})
