@@ -1,2 +1,374 @@
-// Placeholder; implemented with issue 2.
+// The one textual spec parser for limits and policies. The RESP server, config files and library
+// users all go through here, so a spec means the same everywhere and every mistake gets the same
+// message. Input is untrusted (it comes off the wire): nothing here asserts or throws, and every
+// error is an absl::InvalidArgumentError whose text can follow "ERR " in a Redis reply.
 #include "rl/limit.h"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace rl {
+namespace {
+
+constexpr size_t kMaxPolicyNameLength = 128;
+// Echoed tokens are cut so that a megabyte of junk does not come back as a megabyte of error.
+constexpr size_t kMaxEchoLength = 48;
+
+struct AlgorithmInfo {
+  Algorithm algorithm;
+  std::string_view name;
+  bool has_burst;  // reads LIMIT/WINDOW as a rate with a capacity, so BURST means something
+};
+
+constexpr std::array<AlgorithmInfo, 6> kAlgorithms = {{
+    {Algorithm::kTokenBucket, "TOKEN_BUCKET", true},
+    {Algorithm::kGcra, "GCRA", true},
+    {Algorithm::kSlidingLog, "SLIDING_LOG", false},
+    {Algorithm::kSlidingWindow, "SLIDING_WINDOW", false},
+    {Algorithm::kFixedWindow, "FIXED_WINDOW", false},
+    {Algorithm::kLeakyBucket, "LEAKY_BUCKET", true},
+}};
+
+constexpr std::string_view kAlgorithmList =
+    "TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW or LEAKY_BUCKET";
+constexpr std::string_view kWindowHint = "(use e.g. 250ms, 1s, 1m, 1h, 1d)";
+
+char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+  }
+  return true;
+}
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// A token made safe to quote inside a one-line RESP error: control bytes (a stray CR/LF would end
+// the reply early) and non-ASCII become '?', and long tokens are cut.
+std::string Echo(std::string_view token) {
+  std::string out;
+  const size_t n = token.size() < kMaxEchoLength ? token.size() : kMaxEchoLength;
+  out.reserve(n + 3);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    out.push_back(c >= 0x20 && c <= 0x7e ? static_cast<char>(c) : '?');
+  }
+  if (token.size() > n) out += "...";
+  return out;
+}
+
+const AlgorithmInfo* FindAlgorithm(Algorithm algorithm) {
+  for (const AlgorithmInfo& info : kAlgorithms) {
+    if (info.algorithm == algorithm) return &info;
+  }
+  return nullptr;
+}
+
+// Strict unsigned decimal: digits only (no sign, space or "0x"). Returns false when empty, not
+// all digits, or above `max`; overflow is caught before it can happen.
+bool ParseDigits(std::string_view text, int64_t max, int64_t* out) {
+  if (text.empty()) return false;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    const int digit = c - '0';
+    if (value > (max - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
+bool AllDigits(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// Parses a count in [1, kMaxLimit]; `what` names it in the message ("limit", "burst").
+absl::StatusOr<int64_t> ParseCount(std::string_view text, std::string_view what) {
+  int64_t value = 0;
+  if (!AllDigits(text)) {
+    return absl::InvalidArgumentError(std::string(what) + " must be a positive integer");
+  }
+  if (!ParseDigits(text, kMaxLimit, &value)) {
+    return absl::InvalidArgumentError(std::string(what) + " must be at most " +
+                                      std::to_string(kMaxLimit));
+  }
+  if (value < 1) {
+    return absl::InvalidArgumentError(std::string(what) + " must be a positive integer");
+  }
+  return value;
+}
+
+absl::Status ValidateLimit(const Limit& limit) {
+  const AlgorithmInfo* info = FindAlgorithm(limit.algorithm);
+  if (info == nullptr) return absl::InvalidArgumentError("unknown algorithm");
+  if (limit.limit < 1 || limit.limit > kMaxLimit) {
+    return absl::InvalidArgumentError("limit must be between 1 and " + std::to_string(kMaxLimit));
+  }
+  if (limit.window_ms < 1 || limit.window_ms > kMaxWindowMs) {
+    return absl::InvalidArgumentError("window must be between 1ms and " +
+                                      FormatDuration(kMaxWindowMs));
+  }
+  if (limit.burst < 0 || limit.burst > kMaxLimit) {
+    return absl::InvalidArgumentError("burst must be between 1 and " + std::to_string(kMaxLimit));
+  }
+  if (limit.burst != 0 && !info->has_burst) {
+    return absl::InvalidArgumentError("BURST is not allowed with " + std::string(info->name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view AlgorithmName(Algorithm algorithm) {
+  const AlgorithmInfo* info = FindAlgorithm(algorithm);
+  return info != nullptr ? info->name : std::string_view("UNKNOWN");
+}
+
+std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
+  for (const AlgorithmInfo& info : kAlgorithms) {
+    if (EqualsIgnoreCase(name, info.name)) return info.algorithm;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string_view number = text.substr(0, digits);
+  const std::string_view unit = text.substr(digits);
+
+  // Units are case-insensitive like every other keyword of the protocol; "M" is minutes too,
+  // there are no months.
+  int64_t unit_ms = 0;
+  if (unit.empty() || EqualsIgnoreCase(unit, "ms")) {
+    unit_ms = 1;
+  } else if (EqualsIgnoreCase(unit, "s")) {
+    unit_ms = 1000;
+  } else if (EqualsIgnoreCase(unit, "m")) {
+    unit_ms = 60 * 1000;
+  } else if (EqualsIgnoreCase(unit, "h")) {
+    unit_ms = 3600 * 1000;
+  } else if (EqualsIgnoreCase(unit, "d")) {
+    unit_ms = 24 * 3600 * 1000;
+  }
+  if (number.empty() || unit_ms == 0) {
+    return absl::InvalidArgumentError("invalid window '" + Echo(text) + "' " +
+                                      std::string(kWindowHint));
+  }
+  int64_t value = 0;
+  // Bounding the count by kMaxWindowMs / unit_ms keeps the product in range without overflow.
+  if (!ParseDigits(number, kMaxWindowMs / unit_ms, &value) || value == 0) {
+    return absl::InvalidArgumentError("window '" + Echo(text) + "' out of range (1ms to " +
+                                      FormatDuration(kMaxWindowMs) + ")");
+  }
+  return value * unit_ms;
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms > 0) {
+    struct Unit {
+      int64_t ms;
+      const char* suffix;
+    };
+    static constexpr Unit kUnits[] = {
+        {24 * 3600 * 1000, "d"}, {3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}};
+    for (const Unit& unit : kUnits) {
+      if (ms % unit.ms == 0) return std::to_string(ms / unit.ms) + unit.suffix;
+    }
+  }
+  return std::to_string(ms) + "ms";
+}
+
+absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos) {
+  size_t i = *pos;
+  if (i >= tokens.size()) {
+    return absl::InvalidArgumentError("missing limit (e.g. SLIDING_WINDOW 100 1m)");
+  }
+  const std::optional<Algorithm> algorithm = ParseAlgorithm(tokens[i]);
+  if (!algorithm.has_value()) {
+    return absl::InvalidArgumentError("unknown algorithm '" + Echo(tokens[i]) + "' (use " +
+                                      std::string(kAlgorithmList) + ")");
+  }
+  const AlgorithmInfo* info = FindAlgorithm(*algorithm);
+  if (tokens.size() - i < 3) {
+    return absl::InvalidArgumentError(std::string(info->name) +
+                                      " needs a limit and a window, e.g. " +
+                                      std::string(info->name) + " 100 1m");
+  }
+  Limit limit;
+  limit.algorithm = *algorithm;
+  absl::StatusOr<int64_t> count = ParseCount(tokens[i + 1], "limit");
+  if (!count.ok()) return count.status();
+  limit.limit = *count;
+  absl::StatusOr<int64_t> window = ParseDurationMs(tokens[i + 2]);
+  if (!window.ok()) return window.status();
+  limit.window_ms = *window;
+  i += 3;
+
+  if (i < tokens.size() && EqualsIgnoreCase(tokens[i], "BURST")) {
+    if (!info->has_burst) {
+      return absl::InvalidArgumentError("BURST is not allowed with " + std::string(info->name));
+    }
+    if (i + 1 >= tokens.size()) {
+      return absl::InvalidArgumentError("BURST needs a value");
+    }
+    absl::StatusOr<int64_t> burst = ParseCount(tokens[i + 1], "burst");
+    if (!burst.ok()) return burst.status();
+    limit.burst = *burst;
+    i += 2;
+  }
+  *pos = i;
+  return limit;
+}
+
+absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
+                                               size_t* pos) {
+  std::vector<Limit> limits;
+  size_t i = *pos;
+  // The first token must be a limit; after that, the first non-algorithm token ends the list.
+  do {
+    if (limits.size() == kMaxLimitsPerCheck) {
+      return absl::InvalidArgumentError("too many limits (at most " +
+                                        std::to_string(kMaxLimitsPerCheck) + " per check)");
+    }
+    absl::StatusOr<Limit> limit = ParseLimit(tokens, &i);
+    if (!limit.ok()) return limit.status();
+    limits.push_back(*limit);
+  } while (i < tokens.size() && ParseAlgorithm(tokens[i]).has_value());
+
+  if (absl::Status status = ValidateLimits(limits); !status.ok()) return status;
+  *pos = i;
+  return limits;
+}
+
+std::string FormatLimit(const Limit& limit) {
+  std::string out(AlgorithmName(limit.algorithm));
+  out += ' ';
+  out += std::to_string(limit.limit);
+  out += ' ';
+  out += FormatDuration(limit.window_ms);
+  // A burst equal to the limit is the default; leaving it out keeps the canonical text short.
+  if (limit.burst > 0 && limit.burst != limit.limit) {
+    out += " BURST ";
+    out += std::to_string(limit.burst);
+  }
+  return out;
+}
+
+absl::StatusOr<Policy> ParsePolicy(std::string_view name,
+                                   absl::Span<const std::string_view> tokens) {
+  if (absl::Status status = ValidatePolicyName(name); !status.ok()) return status;
+  Policy policy;
+  policy.name = std::string(name);
+  size_t pos = 0;
+  absl::StatusOr<std::vector<Limit>> limits = ParseLimits(tokens, &pos);
+  if (!limits.ok()) return limits.status();
+  policy.limits = *std::move(limits);
+
+  bool failure_mode_set = false;
+  for (; pos < tokens.size(); ++pos) {
+    const std::string_view token = tokens[pos];
+    if (EqualsIgnoreCase(token, "SHADOW")) {
+      policy.shadow = true;
+      continue;
+    }
+    std::optional<FailureMode> mode;
+    if (EqualsIgnoreCase(token, "FAIL_OPEN")) mode = FailureMode::kFailOpen;
+    if (EqualsIgnoreCase(token, "FAIL_CLOSED")) mode = FailureMode::kFailClosed;
+    if (!mode.has_value()) {
+      // Also catches a limit written after the keywords: limits come first.
+      return absl::InvalidArgumentError("syntax error near '" + Echo(token) + "'");
+    }
+    if (failure_mode_set && policy.failure_mode != *mode) {
+      return absl::InvalidArgumentError("FAIL_OPEN and FAIL_CLOSED exclude each other");
+    }
+    policy.failure_mode = *mode;
+    failure_mode_set = true;
+  }
+  return policy;
+}
+
+absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec) {
+  const std::vector<std::string_view> tokens = SplitSpec(spec);
+  return ParsePolicy(name, absl::MakeConstSpan(tokens));
+}
+
+std::string FormatPolicy(const Policy& policy) {
+  std::string out;
+  for (const Limit& limit : policy.limits) {
+    if (!out.empty()) out += ' ';
+    out += FormatLimit(limit);
+  }
+  if (policy.shadow) out += " SHADOW";
+  // FAIL_OPEN is the default and is left out, like a default BURST.
+  if (policy.failure_mode == FailureMode::kFailClosed) out += " FAIL_CLOSED";
+  return out;
+}
+
+std::vector<std::string_view> SplitSpec(std::string_view spec) {
+  std::vector<std::string_view> tokens;
+  size_t i = 0;
+  while (i < spec.size()) {
+    while (i < spec.size() && IsSpace(spec[i])) ++i;
+    const size_t start = i;
+    while (i < spec.size() && !IsSpace(spec[i])) ++i;
+    if (i > start) tokens.push_back(spec.substr(start, i - start));
+  }
+  return tokens;
+}
+
+absl::Status ValidatePolicyName(std::string_view name) {
+  // Printable ASCII only: the name goes into state keys, RESP replies and HTTP structured-field
+  // strings, which cannot carry control bytes or non-ASCII text.
+  bool ok = !name.empty() && name.size() <= kMaxPolicyNameLength;
+  for (size_t i = 0; ok && i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    ok = c >= 0x21 && c <= 0x7e;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError("invalid policy name '" + Echo(name) + "' (1 to " +
+                                      std::to_string(kMaxPolicyNameLength) +
+                                      " printable characters, no spaces)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLimits(absl::Span<const Limit> limits) {
+  if (limits.empty())
+    return absl::InvalidArgumentError("missing limit (e.g. SLIDING_WINDOW 100 1m)");
+  if (limits.size() > kMaxLimitsPerCheck) {
+    return absl::InvalidArgumentError("too many limits (at most " +
+                                      std::to_string(kMaxLimitsPerCheck) + " per check)");
+  }
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (absl::Status status = ValidateLimit(limits[i]); !status.ok()) return status;
+    for (size_t j = 0; j < i; ++j) {
+      if (limits[j].algorithm == limits[i].algorithm &&
+          limits[j].window_ms == limits[i].window_ms) {
+        return absl::InvalidArgumentError("duplicate limit " +
+                                          std::string(AlgorithmName(limits[i].algorithm)) + " " +
+                                          FormatDuration(limits[i].window_ms) +
+                                          " (limits of one algorithm need different windows)");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePolicy(const Policy& policy) {
+  if (absl::Status status = ValidatePolicyName(policy.name); !status.ok()) return status;
+  return ValidateLimits(policy.limits);
+}
+
+}  // namespace rl

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -84,5 +85,16 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view name,
 absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec);
 // Canonical spec text of the limits and flags (without the name); ParsePolicy round-trips it.
 std::string FormatPolicy(const Policy& policy);
+
+// Splits a spec on ASCII whitespace, dropping empty pieces; the views point into `spec`.
+std::vector<std::string_view> SplitSpec(std::string_view spec);
+// OK when `name` is 1..128 printable ASCII characters without spaces (0x21..0x7E).
+absl::Status ValidatePolicyName(std::string_view name);
+// OK when every limit is in range, BURST appears only on bucket algorithms, there are
+// 1..kMaxLimitsPerCheck limits and no two share algorithm and window (they would share state).
+absl::Status ValidateLimits(absl::Span<const Limit> limits);
+// ValidatePolicyName and ValidateLimits together: what ParsePolicy guarantees, for policies
+// built in code.
+absl::Status ValidatePolicy(const Policy& policy);
 
 }  // namespace rl
