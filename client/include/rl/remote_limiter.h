@@ -1,0 +1,103 @@
+// rl::RemoteLimiter: the rate-limit check of rl::Limiter, answered by an rl-server over RESP so
+// every instance of a fleet shares one count. Calls are synchronous for the caller and bounded by
+// a per-call timeout of tens of milliseconds; when the server is down or too slow, each policy's
+// FailureMode decides (fail-open: allow and count the failure; fail-closed: deny). Connections
+// are pooled, concurrent calls are pipelined on them, and a lost server is reconnected to on
+// its own once it is back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "rl/decision.h"
+#include "rl/limit.h"
+#include "rl/rate_limiter.h"
+
+namespace rl {
+
+struct RemoteLimiterOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 6380;
+  // Connections in the pool; calls are spread round-robin and pipelined on each.
+  size_t connections = 2;
+  // Whole-call budget: connecting (when needed), sending, and the reply.
+  std::chrono::milliseconds timeout{50};
+  // After a connection fails, calls routed to it fail immediately (no waiting for the timeout)
+  // for this long; the next call after it tries to reconnect.
+  std::chrono::milliseconds reconnect_backoff{100};
+  // Sent with AUTH on every new connection when non-empty.
+  std::string password;
+  // How a policy reaches the server. kInline sends the policy's limits with each call (the
+  // caller's Policy is the truth, the server needs no configuration; the state key is
+  // "<policy name>:<key>"). kServerPolicy sends "POLICY <name>": the server's definition applies.
+  enum class PolicyMode { kInline, kServerPolicy };
+  PolicyMode policy_mode = PolicyMode::kInline;
+  // Retry-After given to callers denied because the server could not be reached (fail-closed).
+  int64_t fail_closed_retry_after_ms = 1000;
+  // Called (on the calling thread) for every check decided by a FailureMode: the place to raise
+  // an alarm. Must be cheap and thread-safe.
+  std::function<void(const Policy& policy, const absl::Status& why)> on_failure;
+};
+
+struct RemoteLimiterStats {
+  uint64_t checks = 0;            // Check/Peek calls
+  uint64_t answered = 0;          // calls the server answered
+  uint64_t failed_open = 0;       // allowed by FailureMode::kFailOpen (server unavailable)
+  uint64_t failed_closed = 0;     // denied by FailureMode::kFailClosed (server unavailable)
+  uint64_t timeouts = 0;          // calls that ran out of time (a subset of the two above)
+  uint64_t server_errors = 0;     // error replies (-ERR ...), returned as absl errors
+  uint64_t connects = 0;          // successful (re)connects
+  uint64_t connection_failures = 0;
+};
+
+class RemoteLimiter final : public RateLimiter {
+ public:
+  // Resolves the server's address and starts the I/O thread; does not connect yet (the first
+  // call does), so a service can start while its limiter is down. Fails for a bad address.
+  static absl::StatusOr<std::unique_ptr<RemoteLimiter>> Create(RemoteLimiterOptions options);
+  // Waits for nothing: calls still in flight must have returned before destruction.
+  ~RemoteLimiter() override;
+  RemoteLimiter(const RemoteLimiter&) = delete;
+  RemoteLimiter& operator=(const RemoteLimiter&) = delete;
+
+  // RL.CHECK. Server unavailable or too slow -> the policy's FailureMode decides (see
+  // FailureDecision). An error reply (bad limit, unknown policy, NOAUTH) -> that error.
+  absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
+                                 int64_t cost = 1) override;
+  // Several checks in one round trip (pipelined on one connection, one timeout for all): for a
+  // request that must pass a route policy and a tenant policy. Results are in request order.
+  struct Request {
+    const Policy* policy;
+    std::string_view key;
+    int64_t cost = 1;
+  };
+  std::vector<absl::StatusOr<Decision>> CheckMany(absl::Span<const Request> requests);
+  // RL.PEEK: what Check would answer, changing nothing. Unavailability is an error here.
+  absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
+  // RL.RESET: removes the policy's state for `key`; returns how many states existed.
+  absl::StatusOr<int64_t> Reset(const Policy& policy, std::string_view key);
+  // PING round trip (health checks, warming the pool).
+  absl::Status Ping();
+
+  int64_t WallNowMs() const override;
+  RemoteLimiterStats Stats() const;
+
+  // The decision made without the server: fail-open allows as if the key were fresh; fail-closed
+  // denies with fail_closed_retry_after_ms.
+  Decision FailureDecision(const Policy& policy, int64_t cost) const;
+
+ private:
+  class Impl;
+  explicit RemoteLimiter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rl

@@ -1,0 +1,203 @@
+// Pipelined RESP connection: see connection.h for the threading and failure rules.
+#include "connection.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/connect.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/asio/write.hpp"
+
+namespace rl::client_internal {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+bool Call::AddReply(RespValue value) {
+  absl::MutexLock lock(&mu_);
+  if (done_) return true;
+  replies_.push_back(std::move(value));
+  if (replies_.size() < expected_) return false;
+  done_ = true;
+  return true;
+}
+
+void Call::Fail(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (done_) return;
+  status_ = status;
+  done_ = true;
+}
+
+bool Call::done() const {
+  absl::MutexLock lock(&mu_);
+  return done_;
+}
+
+bool Call::WaitFor(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
+}
+
+absl::StatusOr<std::vector<RespValue>> Call::Take() {
+  absl::MutexLock lock(&mu_);
+  if (!status_.ok()) return status_;
+  return std::move(replies_);
+}
+
+void AppendCommand(std::string* out, const std::vector<std::string>& args) {
+  absl::StrAppend(out, "*", args.size(), "\r\n");
+  for (const std::string& arg : args) absl::StrAppend(out, "$", arg.size(), "\r\n", arg, "\r\n");
+}
+
+Connection::Connection(asio::io_context& io, const ConnectionOptions& options,
+                       ConnectionCounters* counters)
+    : io_(io), options_(options), counters_(counters), socket_(io), read_chunk_(16 * 1024) {}
+
+void Connection::Submit(std::shared_ptr<Call> call, std::string command) {
+  asio::post(io_, [this, call = std::move(call), command = std::move(command)]() mutable {
+    DoSubmit(std::move(call), std::move(command));
+  });
+}
+
+void Connection::Abandon(std::shared_ptr<Call> call, absl::Duration waited) {
+  asio::post(io_, [this, call = std::move(call), waited] {
+    if (call->done()) return;
+    Fail(absl::DeadlineExceededError(
+        absl::StrCat("rl-server did not answer within ", absl::FormatDuration(waited))));
+  });
+}
+
+void Connection::DoSubmit(std::shared_ptr<Call> call, std::string command) {
+  if (state_ == State::kDisconnected) {
+    if (std::chrono::steady_clock::now() < retry_at_) {
+      call->Fail(absl::UnavailableError("rl-server unreachable (reconnect back-off)"));
+      return;
+    }
+    StartConnect();
+  }
+  pending_.push_back(Pending{std::move(call)});
+  out_ += command;
+  if (state_ == State::kConnected) StartWrite();
+}
+
+void Connection::StartConnect() {
+  state_ = State::kConnecting;
+  const uint64_t generation = generation_;
+  asio::async_connect(socket_, options_.endpoints,
+                      [this, generation](const boost::system::error_code& ec, const tcp::endpoint&) {
+                        if (generation != generation_) return;
+                        if (ec) {
+                          Fail(absl::UnavailableError(
+                              absl::StrCat("connect to rl-server: ", ec.message())));
+                          return;
+                        }
+                        OnConnected();
+                      });
+}
+
+void Connection::OnConnected() {
+  state_ = State::kConnected;
+  counters_->connects.fetch_add(1, std::memory_order_relaxed);
+  boost::system::error_code ignored;
+  // Commands are tiny and latency is the point: do not let Nagle hold them back.
+  socket_.set_option(tcp::no_delay(true), ignored);
+  if (!options_.password.empty()) {
+    std::string auth;
+    AppendCommand(&auth, {"AUTH", options_.password});
+    out_.insert(0, auth);
+    pending_.push_front(Pending{nullptr});
+  }
+  StartRead();
+  StartWrite();
+}
+
+void Connection::StartWrite() {
+  if (write_in_flight_ || out_.empty()) return;
+  // Everything queued while the previous write was in flight leaves in this one: concurrent
+  // callers share a round trip.
+  writing_.swap(out_);
+  out_.clear();
+  write_in_flight_ = true;
+  const uint64_t generation = generation_;
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [this, generation](const boost::system::error_code& ec, size_t) {
+                      if (generation != generation_) return;
+                      write_in_flight_ = false;
+                      if (ec) {
+                        Fail(absl::UnavailableError(
+                            absl::StrCat("write to rl-server: ", ec.message())));
+                        return;
+                      }
+                      StartWrite();
+                    });
+}
+
+void Connection::StartRead() {
+  const uint64_t generation = generation_;
+  socket_.async_read_some(asio::buffer(read_chunk_),
+                          [this, generation](const boost::system::error_code& ec, size_t n) {
+                            if (generation != generation_) return;
+                            if (ec) {
+                              Fail(absl::UnavailableError(
+                                  absl::StrCat("read from rl-server: ", ec.message())));
+                              return;
+                            }
+                            OnData(n);
+                          });
+}
+
+void Connection::OnData(size_t bytes) {
+  in_.append(read_chunk_.data(), bytes);
+  size_t offset = 0;
+  while (offset < in_.size()) {
+    RespValue value;
+    size_t consumed = 0;
+    ReadStatus status =
+        reader_.Read(std::string_view(in_).substr(offset), &consumed, &value);
+    if (status == ReadStatus::kIncomplete) break;
+    if (status == ReadStatus::kError) {
+      Fail(absl::InternalError(absl::StrCat("bad reply from rl-server: ", reader_.error())));
+      return;
+    }
+    offset += consumed;
+    if (pending_.empty()) {
+      Fail(absl::InternalError("rl-server sent a reply nobody asked for"));
+      return;
+    }
+    Pending& front = pending_.front();
+    if (front.call == nullptr) {  // our AUTH
+      pending_.pop_front();
+      if (value.type == RespValue::Type::kError) {
+        Fail(absl::PermissionDeniedError(absl::StrCat("rl-server AUTH: ", value.text)));
+        return;
+      }
+      continue;
+    }
+    if (front.call->AddReply(std::move(value))) pending_.pop_front();
+  }
+  in_.erase(0, offset);
+  StartRead();
+}
+
+void Connection::Fail(const absl::Status& status) {
+  counters_->connection_failures.fetch_add(1, std::memory_order_relaxed);
+  retry_at_ = std::chrono::steady_clock::now() + options_.reconnect_backoff;
+  Close(status);
+}
+
+void Connection::Close(const absl::Status& status) {
+  ++generation_;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  state_ = State::kDisconnected;
+  write_in_flight_ = false;
+  out_.clear();
+  in_.clear();
+  for (Pending& pending : pending_) {
+    if (pending.call != nullptr) pending.call->Fail(status);
+  }
+  pending_.clear();
+}
+
+}  // namespace rl::client_internal

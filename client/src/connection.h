@@ -1,0 +1,116 @@
+// One pipelined RESP connection of rl::RemoteLimiter's pool. Callers on any thread submit
+// encoded commands; everything else runs on the pool's single I/O thread, so the connection's
+// state needs no lock. Replies come back in request order (RESP), so the first pending call
+// takes the first reply. A call that is not answered in time poisons the order for every call
+// behind it, so a timeout closes the connection: the remaining calls fail fast and the next call
+// after the back-off reconnects.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "reply_reader.h"
+
+namespace rl::client_internal {
+
+// The meeting point of a waiting caller and the I/O thread: collects `expected` replies, or
+// one error for all of them. Completes once; later completions are ignored.
+class Call {
+ public:
+  explicit Call(size_t expected) : expected_(expected) {}
+
+  // I/O thread. Returns true when this reply was the last one expected.
+  bool AddReply(RespValue value);
+  void Fail(const absl::Status& status);
+  bool done() const;
+
+  // Caller. False when `timeout` passed first (the call may still complete later, unobserved).
+  bool WaitFor(absl::Duration timeout);
+  // Caller, after WaitFor returned true.
+  absl::StatusOr<std::vector<RespValue>> Take();
+
+ private:
+  const size_t expected_;
+  mutable absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::vector<RespValue> replies_ ABSL_GUARDED_BY(mu_);
+};
+
+// Counters the connections share with their pool (relaxed atomics, read by Stats()).
+struct ConnectionCounters {
+  std::atomic<uint64_t> connects{0};
+  std::atomic<uint64_t> connection_failures{0};
+};
+
+struct ConnectionOptions {
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+  std::chrono::milliseconds reconnect_backoff{100};
+  std::string password;
+};
+
+class Connection {
+ public:
+  Connection(boost::asio::io_context& io, const ConnectionOptions& options,
+             ConnectionCounters* counters);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Any thread: queues `command` (RESP-encoded, producing call->expected replies) and connects
+  // first when needed. Within the back-off after a failure the call fails at once (Unavailable).
+  void Submit(std::shared_ptr<Call> call, std::string command);
+  // Any thread: the caller gave up on `call`. If it is still unanswered the server is too slow
+  // for this connection to stay usable, so it is closed.
+  void Abandon(std::shared_ptr<Call> call, absl::Duration waited);
+  // I/O thread: closes the socket and fails every pending call with `status`.
+  void Close(const absl::Status& status);
+
+ private:
+  enum class State { kDisconnected, kConnecting, kConnected };
+  struct Pending {
+    std::shared_ptr<Call> call;  // null for the AUTH sent on connect
+  };
+
+  void DoSubmit(std::shared_ptr<Call> call, std::string command);
+  void StartConnect();
+  void OnConnected();
+  void StartWrite();
+  void StartRead();
+  void OnData(size_t bytes);
+  // Closes the connection after an error and starts the back-off.
+  void Fail(const absl::Status& status);
+
+  boost::asio::io_context& io_;
+  const ConnectionOptions& options_;
+  ConnectionCounters* counters_;
+  boost::asio::ip::tcp::socket socket_;
+  State state_ = State::kDisconnected;
+  // Bumped on every close so completions of a previous socket's operations are ignored.
+  uint64_t generation_ = 0;
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::deque<Pending> pending_;  // sent or queued calls, in order of their replies
+  std::string out_;              // encoded commands not yet handed to a write
+  std::string writing_;          // the buffer of the write in flight
+  bool write_in_flight_ = false;
+  std::string in_;               // received bytes not yet forming a whole reply
+  std::vector<char> read_chunk_;
+  ReplyReader reader_;
+};
+
+// RESP encoding of one command (an array of bulk strings), appended to *out.
+void AppendCommand(std::string* out, const std::vector<std::string>& args);
+
+}  // namespace rl::client_internal
