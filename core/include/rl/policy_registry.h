@@ -24,8 +24,12 @@ class PolicyRegistry {
   std::shared_ptr<const Policy> Get(std::string_view name) const;
   // All policies sorted by name.
   std::vector<std::shared_ptr<const Policy>> List() const;
-  // Replaces the whole set at once (config reload). Limiter state is untouched.
+  // Replaces the whole set at once (config reload). Limiter state is untouched. Policies that
+  // fail ValidatePolicy are skipped; of several with one name the last wins.
   void ReplaceAll(std::vector<Policy> policies);
+  // Like ReplaceAll, but all or nothing: when any policy is invalid or a name repeats, returns
+  // the error (naming the policy) and the current set stays as it was.
+  absl::Status ReplaceAllValidated(std::vector<Policy> policies);
   size_t size() const;
 
  private:
