@@ -1,0 +1,103 @@
+// RateLimitGate: route table, client identity and the limiter call (see rate_limit_gate.h).
+#include "rate_limit_gate.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <utility>
+
+namespace rl_http {
+
+RouteConfig DefaultRouteConfig() {
+  RouteConfig config;
+  config.policies = {
+      {"api-default", "TOKEN_BUCKET 100 1m FAIL_OPEN"},
+      // Exact: no trailing minute ever holds more than 5 product listings per client.
+      {"products", "SLIDING_LOG 5 1m FAIL_OPEN"},
+      // An export costs 10 of 30 per hour (3 exports), and is refused while the limiter is
+      // unreachable: it protects an expensive backend.
+      {"exports", "TOKEN_BUCKET 30 1h FAIL_CLOSED"},
+  };
+  config.default_policy = "api-default";
+  config.overrides = {
+      {"GET", "/health", "", 0},
+      {"GET", "/api/products", "products", 1},
+      {"POST", "/v1/exports", "exports", 10},
+  };
+  return config;
+}
+
+absl::StatusOr<RateLimitGate> RateLimitGate::Create(const RouteConfig& config,
+                                                    rl::RateLimiter* limiter) {
+  RateLimitGate gate;
+  gate.limiter_ = limiter;
+  for (const auto& [name, spec] : config.policies) {
+    absl::StatusOr<rl::Policy> policy = rl::ParsePolicy(name, std::string_view(spec));
+    if (!policy.ok()) return policy.status();
+    gate.policies_.emplace(name, *std::move(policy));
+  }
+  auto find = [&gate](const std::string& name) -> absl::StatusOr<const rl::Policy*> {
+    if (name.empty()) return nullptr;
+    auto it = gate.policies_.find(name);
+    if (it == gate.policies_.end()) return absl::NotFoundError("unknown policy " + name);
+    return &it->second;
+  };
+  absl::StatusOr<const rl::Policy*> fallback = find(config.default_policy);
+  if (!fallback.ok()) return fallback.status();
+  gate.default_policy_ = *fallback;
+  for (const RouteConfig::Override& route : config.overrides) {
+    absl::StatusOr<const rl::Policy*> policy = find(route.policy);
+    if (!policy.ok()) return policy.status();
+    gate.routes_[route.method + " " + route.path] = Route{*policy, route.cost};
+  }
+  return gate;
+}
+
+const rl::Policy* RateLimitGate::PolicyFor(std::string_view method, std::string_view path,
+                                           int64_t* cost) const {
+  std::string route(method);
+  route += ' ';
+  route += path;
+  auto it = routes_.find(route);
+  if (it == routes_.end()) {
+    *cost = 1;
+    return default_policy_;
+  }
+  *cost = it->second.cost;
+  return it->second.policy;
+}
+
+GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
+                                std::string_view client_key) const {
+  GateResult result;
+  int64_t cost = 1;
+  result.policy = PolicyFor(method, path, &cost);
+  if (result.policy == nullptr) return result;
+
+  absl::StatusOr<rl::Decision> decision = limiter_->Check(*result.policy, client_key, cost);
+  if (!decision.ok()) {
+    // A request the limiter refused to evaluate (not an outage: those arrive as decisions made
+    // by the failure mode). Treat it as the policy says for an unreachable limiter.
+    std::fprintf(stderr, "rate limiter error for %s: %s\n", result.policy->name.c_str(),
+                 decision.status().ToString().c_str());
+    result.unavailable = result.policy->failure_mode == rl::FailureMode::kFailClosed;
+    result.allowed = !result.unavailable;
+    return result;
+  }
+  // Shadow policies count but never block.
+  result.allowed = decision->allowed || result.policy->shadow;
+  result.headers = rl::HeaderValues(*decision, result.policy->name, limiter_->WallNowMs());
+  result.decision = *std::move(decision);
+  return result;
+}
+
+std::string ClientKey(std::string_view api_key, std::string_view peer_ip) {
+  if (api_key.empty()) return "ip:" + std::string(peer_ip);
+  const XXH128_hash_t hash = XXH3_128bits(api_key.data(), api_key.size());
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(hash.high64),
+                static_cast<unsigned long long>(hash.low64));
+  return std::string("key:") + hex;
+}
+
+}  // namespace rl_http

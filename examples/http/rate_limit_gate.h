@@ -1,0 +1,82 @@
+// The rate-limit step of the HTTP example, modelled on a framework's request/response
+// subscriber: a route table (a config map with a global default and per-route overrides) picks
+// the policy, the client is identified, the limiter decides before any handler work, and the
+// decision's header values are added to whatever response goes out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rl/decision.h"
+#include "rl/headers.h"
+#include "rl/limit.h"
+#include "rl/rate_limiter.h"
+
+namespace rl_http {
+
+// The configuration map: policy specs by name, the global default, and per-route overrides.
+struct RouteConfig {
+  struct Override {
+    std::string method;  // "GET", "POST", ...
+    std::string path;    // exact path, query string excluded
+    std::string policy;  // a name in `policies`, or "" for an unlimited route
+    int64_t cost = 1;    // weighted cost of one request (an export costs more than a read)
+  };
+  std::map<std::string, std::string> policies;  // name -> spec, e.g. "SLIDING_LOG 5 1m"
+  std::string default_policy;                   // applies to every route without an override
+  std::vector<Override> overrides;
+};
+
+// The example's configuration: /api/products 5 per minute per client, /v1/exports stricter and
+// fail-closed, /health unlimited, everything else under a generous fail-open default.
+RouteConfig DefaultRouteConfig();
+
+// What the gate decided for one request.
+struct GateResult {
+  const rl::Policy* policy = nullptr;  // null: the route is not limited
+  std::optional<rl::Decision> decision;
+  bool allowed = true;
+  // The limiter could not answer and the policy is fail-closed: respond 503, not 429.
+  bool unavailable = false;
+  std::vector<rl::HeaderField> headers;  // to add to the response (limited routes only)
+};
+
+class RateLimitGate {
+ public:
+  // Parses every policy spec; fails on a bad spec or an override naming an unknown policy.
+  static absl::StatusOr<RateLimitGate> Create(const RouteConfig& config, rl::RateLimiter* limiter);
+
+  // The policy for a route (the override, else the default); null for an unlimited route.
+  const rl::Policy* PolicyFor(std::string_view method, std::string_view path,
+                              int64_t* cost) const;
+
+  // Runs the limiter for one identified client. `client_key` must already be safe (see
+  // ClientKey); it is used as the limiter key as is.
+  GateResult Check(std::string_view method, std::string_view path,
+                   std::string_view client_key) const;
+
+ private:
+  RateLimitGate() = default;
+
+  rl::RateLimiter* limiter_ = nullptr;
+  std::map<std::string, rl::Policy, std::less<>> policies_;
+  const rl::Policy* default_policy_ = nullptr;
+  struct Route {
+    const rl::Policy* policy;
+    int64_t cost;
+  };
+  std::map<std::string, Route, std::less<>> routes_;  // "METHOD path" -> route
+};
+
+// The limiter key for a client: "key:" + hex XXH3-128 of the X-Api-Key value when present (raw
+// client input never becomes part of a key: no unbounded lengths, separators or control bytes),
+// else "ip:" + the peer address of the connection (not a forwarded-for header, which the client
+// controls).
+std::string ClientKey(std::string_view api_key, std::string_view peer_ip);
+
+}  // namespace rl_http
