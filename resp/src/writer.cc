@@ -1,2 +1,122 @@
-// Placeholder until the writer lands (issue 3).
+// RESP reply writer. Every reply is appended to the caller's buffer with at most a few append
+// calls; numbers are formatted with std::to_chars into a stack buffer, so nothing allocates
+// beyond the buffer's own growth.
 #include "resp/writer.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace resp {
+namespace {
+
+// Appends `prefix`, the decimal `v` and CRLF: the shape of every RESP length and integer line.
+void AppendLine(std::string* out, char prefix, int64_t v) {
+  char buf[24];
+  buf[0] = prefix;
+  char* end = std::to_chars(buf + 1, buf + sizeof(buf) - 2, v).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  out->append(buf, end - buf);
+}
+
+// Appends `prefix`, `s` with CR and LF turned into spaces (a status line cannot hold them), CRLF.
+void AppendSanitizedLine(std::string* out, char prefix, std::string_view s) {
+  const size_t start = out->size() + 1;
+  out->reserve(start + s.size() + 2);
+  out->push_back(prefix);
+  out->append(s);
+  for (size_t i = start; i < out->size(); ++i) {
+    char& c = (*out)[i];
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  out->append("\r\n", 2);
+}
+
+// Shortest text that reads back as the same double, plus Redis's spellings of the non-finite
+// values ("inf", "-inf", "nan").
+std::string_view FormatDouble(double v, char* buf, size_t size) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char* end = std::to_chars(buf, buf + size, v).ptr;
+  return std::string_view(buf, end - buf);
+}
+
+}  // namespace
+
+void Writer::SimpleString(std::string_view s) { AppendSanitizedLine(out_, '+', s); }
+
+void Writer::Error(std::string_view s) { AppendSanitizedLine(out_, '-', s); }
+
+void Writer::Integer(int64_t v) { AppendLine(out_, ':', v); }
+
+void Writer::Bulk(std::string_view s) {
+  AppendLine(out_, '$', static_cast<int64_t>(s.size()));
+  out_->append(s);
+  out_->append("\r\n", 2);
+}
+
+void Writer::Null() { out_->append(protocol_ >= 3 ? "_\r\n" : "$-1\r\n"); }
+
+void Writer::NullArray() { out_->append(protocol_ >= 3 ? "_\r\n" : "*-1\r\n"); }
+
+void Writer::ArrayHeader(size_t n) { AppendLine(out_, '*', static_cast<int64_t>(n)); }
+
+void Writer::MapHeader(size_t n) {
+  if (protocol_ >= 3) {
+    AppendLine(out_, '%', static_cast<int64_t>(n));
+  } else {
+    AppendLine(out_, '*', static_cast<int64_t>(n) * 2);
+  }
+}
+
+void Writer::SetHeader(size_t n) {
+  AppendLine(out_, protocol_ >= 3 ? '~' : '*', static_cast<int64_t>(n));
+}
+
+void Writer::PushHeader(size_t n) {
+  AppendLine(out_, protocol_ >= 3 ? '>' : '*', static_cast<int64_t>(n));
+}
+
+void Writer::Double(double v) {
+  char buf[32];
+  const std::string_view text = FormatDouble(v, buf, sizeof(buf));
+  if (protocol_ >= 3) {
+    out_->push_back(',');
+    out_->append(text);
+    out_->append("\r\n", 2);
+  } else {
+    Bulk(text);
+  }
+}
+
+void Writer::Boolean(bool v) {
+  if (protocol_ >= 3) {
+    out_->append(v ? "#t\r\n" : "#f\r\n", 4);
+  } else {
+    out_->append(v ? ":1\r\n" : ":0\r\n", 4);
+  }
+}
+
+void Writer::BigNumber(std::string_view digits) {
+  if (protocol_ >= 3) {
+    AppendSanitizedLine(out_, '(', digits);
+  } else {
+    Bulk(digits);
+  }
+}
+
+void Writer::Verbatim(std::string_view format, std::string_view text) {
+  if (protocol_ < 3) {
+    Bulk(text);
+    return;
+  }
+  // The format is exactly three bytes on the wire; anything else would corrupt the frame.
+  if (format.size() != 3) format = "txt";
+  AppendLine(out_, '=', static_cast<int64_t>(text.size() + 4));
+  out_->append(format);
+  out_->push_back(':');
+  out_->append(text);
+  out_->append("\r\n", 2);
+}
+
+}  // namespace resp

@@ -19,7 +19,8 @@ class Writer {
   std::string* buffer() const { return out_; }
 
   void SimpleString(std::string_view s);  // +OK (CR/LF in s are replaced by spaces)
-  void Error(std::string_view s);         // -ERR ... (caller includes the code: "ERR x")
+  void Error(std::string_view s);         // -ERR ... (caller includes the code: "ERR x"; CR/LF
+                                          // are replaced by spaces)
   void Integer(int64_t v);
   void Bulk(std::string_view s);
   void Null();
@@ -28,10 +29,11 @@ class Writer {
   void SetHeader(size_t n);
   void PushHeader(size_t n);
   void NullArray();           // RESP2 *-1, RESP3 _
-  void Double(double v);
+  void Double(double v);      // shortest round-trip text; inf, -inf, nan as Redis spells them
   void Boolean(bool v);
   void BigNumber(std::string_view digits);
-  void Verbatim(std::string_view format, std::string_view text);  // format is 3 chars, e.g. "txt"
+  // format is 3 chars, e.g. "txt" (any other length is written as "txt"); RESP2: bulk of text.
+  void Verbatim(std::string_view format, std::string_view text);
 
  private:
   std::string* out_;
