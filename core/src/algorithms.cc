@@ -1,0 +1,271 @@
+// Arithmetic of the two- and three-word algorithms (see algorithms.h for the contracts).
+#include "algorithms.h"
+
+#include <algorithm>
+
+namespace rl::internal {
+namespace {
+
+// Token-bucket units: tokens are held in units of 1/D token with D = window >> shift, and the
+// shift is the smallest that keeps capacity * D below 2^56. With shift 0 a millisecond refills
+// exactly `limit` units, so the arithmetic is exact; the shift only kicks in for absurd
+// capacity * window products. The shift is kept in the top bits of the stored word so a later
+// check with another capacity can rescale instead of misreading the units.
+constexpr int kUnitBits = 56;
+constexpr int64_t kUnitMask = (int64_t{1} << kUnitBits) - 1;
+
+int TokenShift(int64_t capacity, int64_t window_ms) {
+  int shift = 0;
+  while (static_cast<int128>(capacity) * (window_ms >> shift) >= (int128{1} << kUnitBits)) ++shift;
+  return shift;
+}
+
+LimitResult Never(int64_t limit, int64_t window_ms, int64_t remaining, int64_t reset_after_ms) {
+  LimitResult r;
+  r.allowed = false;
+  r.limit = limit;
+  r.window_ms = window_ms;
+  r.remaining = std::max<int64_t>(0, remaining);
+  r.retry_after_ms = kRetryNever;
+  r.reset_after_ms = std::max<int64_t>(0, reset_after_ms);
+  return r;
+}
+
+// Splits a tick count (1 tick = 1/limit ms) into whole ms and the remaining ticks.
+State2 SplitTicks(int128 ticks, int64_t limit) {
+  int128 ms = FloorDiv(ticks, limit);
+  State2 s;
+  s.a = Clamp64(ms);
+  s.b = static_cast<int64_t>(ticks - static_cast<int128>(s.a) * limit);
+  if (s.b < 0 || s.b >= limit) s.b = 0;  // only after saturation: ms precision is moot then
+  return s;
+}
+
+int128 JoinTicks(const State2& s, int64_t limit) {
+  return static_cast<int128>(s.a) * limit + std::min<int64_t>(std::max<int64_t>(s.b, 0), limit - 1);
+}
+
+}  // namespace
+
+Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+  const int64_t cap = limit.capacity();
+  const int64_t l = limit.limit;
+  const int64_t w = limit.window_ms;
+  const int shift = TokenShift(cap, w);
+  const int128 d = w >> shift;     // units per token
+  const int128 full = cap * d;     // < 2^56
+  const int128 per_ms_den = w;     // refill = elapsed * l * d / w units
+  const int128 per_ms_num = static_cast<int128>(l) * d;
+
+  Step<State2> step;
+  int128 units = full;
+  int64_t last = now_ms;
+  if (state != nullptr) {
+    step.state = *state;
+    last = std::max(state->a, now_ms);
+    units = state->b & kUnitMask;
+    const int old_shift = std::min(62, static_cast<int>(state->b >> kUnitBits));
+    if (old_shift != shift) units = units * d / std::max<int128>(1, w >> old_shift);
+    units = std::min(units, full);
+    const int128 elapsed = std::max<int64_t>(0, now_ms - state->a);
+    if (units < full) {
+      const int128 to_full = CeilDiv((full - units) * per_ms_den, per_ms_num);
+      units = elapsed >= to_full ? full : units + elapsed * per_ms_num / per_ms_den;
+    }
+  }
+  auto reset_after = [&](int128 u) -> int64_t {
+    return u >= full ? 0 : Clamp64(CeilDiv((full - u) * per_ms_den, per_ms_num));
+  };
+
+  LimitResult& r = step.result;
+  r.limit = cap;
+  r.window_ms = w;
+  if (cost > cap) {
+    r = Never(cap, w, static_cast<int64_t>(units / d), reset_after(units));
+  } else if (units >= cost * d) {
+    if (cost > 0) {
+      units -= cost * d;
+      step.state.a = last;
+      step.state.b = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(units);
+      step.changed = true;
+    }
+    r.allowed = true;
+  } else {
+    r.allowed = false;
+    r.retry_after_ms = Clamp64(CeilDiv((cost * d - units) * per_ms_den, per_ms_num));
+  }
+  if (r.retry_after_ms != kRetryNever) {
+    r.remaining = static_cast<int64_t>(units / d);
+    r.reset_after_ms = reset_after(units);
+  }
+  step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + reset_after(units));
+  return step;
+}
+
+namespace {
+
+// GCRA and the shaping leaky bucket share their arithmetic; they differ only in what an
+// accepted call is told (GCRA: go now; leaky bucket: wait until the queue ahead has drained).
+Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost,
+                     bool shaping) {
+  const int64_t cap = limit.capacity();
+  const int64_t l = limit.limit;
+  const int64_t w = limit.window_ms;
+  const int128 now_t = static_cast<int128>(now_ms) * l;
+  const int128 tolerance = static_cast<int128>(cap) * w;  // capacity tokens of w ticks each
+
+  Step<State2> step;
+  int128 tat = now_t;
+  if (state != nullptr) {
+    step.state = *state;
+    tat = std::max(JoinTicks(*state, l), now_t);
+  }
+  LimitResult& r = step.result;
+  r.limit = cap;
+  r.window_ms = w;
+  auto remaining = [&](int128 t) {
+    return Clamp64(std::max<int128>(0, (tolerance - (t - now_t)) / w));
+  };
+  auto until = [&](int128 t) { return Clamp64(CeilDiv(t - now_t, l)); };
+  int128 kept_tat = tat;
+  if (cost > cap) {
+    r = Never(cap, w, remaining(tat), until(tat));
+  } else {
+    const int128 new_tat = tat + static_cast<int128>(cost) * w;
+    if (new_tat - now_t <= tolerance) {
+      r.allowed = true;
+      if (shaping) r.retry_after_ms = until(tat);
+      if (cost > 0) {
+        kept_tat = new_tat;
+        step.state = SplitTicks(new_tat, l);
+        step.changed = true;
+      }
+      r.remaining = remaining(kept_tat);
+      r.reset_after_ms = until(kept_tat);
+    } else {
+      r.allowed = false;
+      r.retry_after_ms = Clamp64(CeilDiv(new_tat - tolerance - now_t, l));
+      r.remaining = remaining(tat);
+      r.reset_after_ms = until(tat);
+    }
+  }
+  step.expiry_ms = Clamp64(CeilDiv(kept_tat, l));
+  return step;
+}
+
+}  // namespace
+
+Step<State2> Gcra(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+  return TatStep(state, limit, now_ms, cost, /*shaping=*/false);
+}
+
+Step<State2> LeakyBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+  return TatStep(state, limit, now_ms, cost, /*shaping=*/true);
+}
+
+Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+  const int64_t l = limit.limit;
+  const int64_t w = limit.window_ms;
+  Step<State2> step;
+  int64_t start = now_ms;
+  int64_t count = 0;
+  if (state != nullptr) {
+    step.state = *state;
+    // A window that has not ended (or a clock that went back) keeps counting.
+    if (static_cast<int128>(now_ms) < static_cast<int128>(state->a) + w) {
+      start = state->a;
+      count = state->b;
+    }
+  }
+  const int64_t end_in = Clamp64(static_cast<int128>(start) + w - now_ms);
+  LimitResult& r = step.result;
+  r.limit = l;
+  r.window_ms = w;
+  if (cost > l) {
+    r = Never(l, w, l - count, count > 0 ? end_in : 0);
+  } else if (count + cost <= l) {
+    r.allowed = true;
+    if (cost > 0) {
+      count += cost;
+      step.state = State2{start, count};
+      step.changed = true;
+    }
+  } else {
+    r.allowed = false;
+    r.retry_after_ms = end_in;
+  }
+  if (r.retry_after_ms != kRetryNever) {
+    r.remaining = std::max<int64_t>(0, l - count);
+    r.reset_after_ms = count > 0 ? end_in : 0;
+  }
+  step.expiry_ms = count > 0 ? Clamp64(static_cast<int128>(start) + w) : now_ms;
+  return step;
+}
+
+Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+  const int64_t l = limit.limit;
+  const int128 w = limit.window_ms;
+  Step<State3> step;
+  int128 start = FloorDiv(now_ms, w) * w;
+  int128 prev = 0;
+  int128 cur = 0;
+  if (state != nullptr) {
+    step.state = *state;
+    const int128 s = state->a;
+    if (s == start) {
+      prev = state->b;
+      cur = state->c;
+    } else if (s + w == start) {
+      prev = state->c;
+    } else if (s > start) {  // clock went back: keep counting in the stored window
+      start = s;
+      prev = state->b;
+      cur = state->c;
+    }
+  }
+  const int128 elapsed = std::max<int128>(0, now_ms - start);
+  const int128 lw = static_cast<int128>(l) * w;
+  auto used = [&](int128 c) { return c * w + prev * (w - elapsed); };  // "count times w"
+  auto reset_after = [&](int128 c) -> int64_t {
+    if (c > 0) return Clamp64(start + 2 * w - now_ms);
+    if (prev > 0) return Clamp64(start + w - now_ms);
+    return 0;
+  };
+  LimitResult& r = step.result;
+  r.limit = l;
+  r.window_ms = limit.window_ms;
+  if (cost > l) {
+    r = Never(l, limit.window_ms, Clamp64((lw - used(cur)) / w), reset_after(cur));
+  } else if (used(cur) + cost * w <= lw) {
+    r.allowed = true;
+    if (cost > 0) {
+      cur += cost;
+      step.state = State3{Clamp64(start), Clamp64(prev), Clamp64(cur)};
+      step.changed = true;
+    }
+  } else {
+    r.allowed = false;
+    // The first ms at which the same call fits: later in this window as the previous window's
+    // weight fades, or in the next window (where this window's count is the weighted one).
+    int128 wait = -1;
+    const int128 x = (static_cast<int128>(l) - cur - cost) * w;
+    if (x >= 0 && prev > 0) {
+      const int128 d = std::max<int128>(0, w - elapsed - x / prev);
+      if (d < w - elapsed) wait = d;
+    }
+    if (wait < 0) {
+      const int128 y = (static_cast<int128>(l) - cost) * w;
+      const int128 e = cur > 0 ? std::max<int128>(0, w - y / cur) : 0;
+      wait = (w - elapsed) + e;
+    }
+    r.retry_after_ms = Clamp64(wait);
+  }
+  if (r.retry_after_ms != kRetryNever) {
+    r.remaining = Clamp64(std::max<int128>(0, (lw - used(cur)) / w));
+    r.reset_after_ms = reset_after(cur);
+  }
+  step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + reset_after(cur));
+  return step;
+}
+
+}  // namespace rl::internal

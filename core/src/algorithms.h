@@ -1,0 +1,87 @@
+// The rate-limiting algorithms as pure functions over compact state structs:
+// (state, limit, now, cost) -> (new state, result, expiry). No locking, no clock, no allocation
+// (the sliding log, which needs a growable buffer, lives in sliding_log.h). The store owns
+// locking and expiry; these functions own the arithmetic.
+//
+// Conventions shared by every algorithm:
+//  - `state == nullptr` means "no stored state", i.e. fresh (a full bucket, an empty window).
+//  - `cost` has been validated by the caller: 0 <= cost. cost 0 peeks (never changes state).
+//  - cost above what the limit can ever hold is denied with retry_after_ms = kRetryNever and the
+//    state unchanged.
+//  - `expiry_ms` is the first time at which the returned state is equivalent to fresh, so the
+//    store may drop it then. The returned state equals the input state whenever the call was
+//    denied or peeked (the store then keeps what it has).
+//  - Products are formed in 128-bit integers: limit <= 2^40 and window <= 10 years (< 2^39 ms)
+//    keep every product far below 2^127, and elapsed times are clamped before multiplying, so a
+//    year of idleness or a clock that stands still cannot overflow or go negative.
+#pragma once
+
+#include <cstdint>
+
+#include "rl/decision.h"
+#include "rl/limit.h"
+
+namespace rl::internal {
+
+using int128 = __int128;
+
+// Integer division rounding towards negative / positive infinity (b > 0).
+inline int128 FloorDiv(int128 a, int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+inline int128 CeilDiv(int128 a, int128 b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+// Saturates a 128-bit value into int64 (results beyond it mean "practically never").
+inline int64_t Clamp64(int128 v) {
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+// Every two-word algorithm state has the same shape so the store can keep it in one slot; the
+// meaning of `a` and `b` is the algorithm's.
+struct State2 {
+  int64_t a = 0;
+  int64_t b = 0;
+};
+// The sliding window counter needs a third word.
+struct State3 {
+  int64_t a = 0;
+  int64_t b = 0;
+  int64_t c = 0;
+};
+
+template <typename S>
+struct Step {
+  S state;               // the state to store (equal to the input when nothing changed)
+  LimitResult result;    // what this limit answers
+  int64_t expiry_ms = 0; // when `state` becomes equivalent to fresh
+  bool changed = false;  // state differs from the input and must be written back
+};
+
+// Token bucket: capacity = limit.capacity() tokens, refilled continuously at limit/window per ms.
+// State: a = time of the last update (ms); b = tokens held, in units of 1/D token, with D stored
+// in the top bits (see algorithms.cc). Exact (and identical to GCRA) whenever
+// capacity * window < 2^56, which covers e.g. 10^9 per day; beyond that it rounds refills down
+// (never admits more than exact).
+Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+
+// GCRA (generic cell rate algorithm), the integer form of the token bucket: the state is the
+// theoretical arrival time, TAT, in ticks of 1/limit ms: a = TAT ms, b = remaining ticks
+// (0 <= b < limit). Admits exactly what TokenBucket admits.
+Step<State2> Gcra(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+
+// Leaky bucket used for shaping: requests join a queue of capacity limit.capacity() that drains
+// at limit/window per ms. An accepted call's retry_after_ms is the delay before it may proceed
+// (rounded up); a call is rejected only when the queue is full. Same state layout as Gcra, with
+// TAT = when the queue will be empty.
+Step<State2> LeakyBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+
+// Fixed window that starts at the first request (INCR + EXPIRE): a = window start, b = count.
+Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+
+// Sliding window counter: windows aligned to multiples of the window length; the previous
+// window's count is weighted by how much of it still overlaps the trailing window.
+// a = current window start, b = previous window's count, c = current window's count.
+// Error bound: an aligned window never admits more than LIMIT, and any trailing window of length
+// WINDOW admits fewer than 2 * LIMIT (exact when traffic is uniform).
+Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_ms, int64_t cost);
+
+}  // namespace rl::internal

@@ -1,0 +1,463 @@
+// The Limiter: validates a check, locks the shards of its states in a fixed order, evaluates every
+// limit, and writes the new states back only when all of them allow (all or nothing).
+#include "rl/limiter.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "limiter_impl.h"
+#include "sliding_log.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace rl {
+
+using internal::LogBuf;
+using internal::Shard;
+using internal::Slot2;
+using internal::Slot3;
+using internal::State2;
+using internal::State3;
+using internal::TableKind;
+
+namespace {
+
+constexpr size_t kDefaultShards = 256;
+constexpr size_t kMaxShards = 1 << 16;
+constexpr size_t kDefaultMaxKeys = size_t{1} << 24;  // 16.7 M
+// Budgeting estimate per state for max_memory_bytes (a token-bucket state measures ~55-66 B).
+constexpr size_t kBytesPerKeyEstimate = 64;
+
+size_t RoundUpPow2(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+uint64_t RandomSeed() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) ^ rd();
+}
+
+absl::Status ValidateLimit(const Limit& l) {
+  if (l.limit < 1 || l.limit > kMaxLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit must be between 1 and ", kMaxLimit, ", got ", l.limit));
+  }
+  if (l.window_ms < 1 || l.window_ms > kMaxWindowMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window must be between 1ms and ", kMaxWindowMs, "ms, got ", l.window_ms));
+  }
+  if (l.burst < 0 || l.burst > kMaxLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("burst must be between 0 and ", kMaxLimit, ", got ", l.burst));
+  }
+  if (static_cast<uint8_t>(l.algorithm) > static_cast<uint8_t>(Algorithm::kLeakyBucket)) {
+    return absl::InvalidArgumentError("unknown algorithm");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(absl::Span<const Limit> limits, int64_t cost) {
+  if (limits.empty()) return absl::InvalidArgumentError("at least one limit is required");
+  if (limits.size() > kMaxLimitsPerCheck) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("too many limits: at most ", kMaxLimitsPerCheck, " per check"));
+  }
+  if (cost < 0) return absl::InvalidArgumentError("cost must not be negative");
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (absl::Status s = ValidateLimit(limits[i]); !s.ok()) return s;
+    for (size_t j = 0; j < i; ++j) {
+      if (limits[j].algorithm == limits[i].algorithm &&
+          limits[j].window_ms == limits[i].window_ms) {
+        // They would share one state and consume twice from it.
+        return absl::InvalidArgumentError(
+            "two limits with the same algorithm and window in one check");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The buffer hashed for a state key: [scope length][scope][key][algorithm][window]. The length
+// prefix keeps ("ab", "c") and ("a", "bc") apart; the tail is rewritten per limit.
+class KeyBuffer {
+ public:
+  KeyBuffer(std::string_view scope, std::string_view key) {
+    size_ = 4 + scope.size() + key.size() + kTail;
+    if (size_ > sizeof(stack_)) {
+      heap_.resize(size_);
+      data_ = heap_.data();
+    }
+    const uint32_t scope_size = static_cast<uint32_t>(scope.size());
+    std::memcpy(data_, &scope_size, 4);
+    std::memcpy(data_ + 4, scope.data(), scope.size());
+    std::memcpy(data_ + 4 + scope.size(), key.data(), key.size());
+  }
+  XXH128_hash_t Hash(const Limit& limit, uint64_t seed) {
+    char* tail = data_ + size_ - kTail;
+    tail[0] = static_cast<char>(limit.algorithm);
+    std::memcpy(tail + 1, &limit.window_ms, 8);
+    return XXH3_128bits_withSeed(data_, size_, seed);
+  }
+
+ private:
+  static constexpr size_t kTail = 9;
+  char stack_[256];
+  std::string heap_;
+  char* data_ = stack_;
+  size_t size_;
+};
+
+// The per-limit work of one check between evaluation and write-back.
+struct Pending {
+  uint64_t key;
+  uint32_t shard;
+  TableKind kind;
+  const Slot2* slot2 = nullptr;  // found state (two-word and log tables)
+  const Slot3* slot3 = nullptr;  // found state (three-word table)
+  State2 state2;
+  State3 state3;
+  LimitResult result;
+  int64_t expiry_ms = 0;
+};
+
+internal::Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t now,
+                                   int64_t cost) {
+  switch (limit.algorithm) {
+    case Algorithm::kTokenBucket:
+      return internal::TokenBucket(state, limit, now, cost);
+    case Algorithm::kGcra:
+      return internal::Gcra(state, limit, now, cost);
+    case Algorithm::kLeakyBucket:
+      return internal::LeakyBucket(state, limit, now, cost);
+    default:
+      return internal::FixedWindow(state, limit, now, cost);
+  }
+}
+
+// Binding limit: when denied, the denying limit with the longest wait (never wins); when
+// allowed, the one with the least remaining.
+Decision MakeDecision(const Pending* p, size_t n) {
+  Decision d;
+  d.count = static_cast<uint8_t>(n);
+  bool allowed = true;
+  int64_t max_delay = 0;
+  for (size_t i = 0; i < n; ++i) {
+    d.limits[i] = p[i].result;
+    allowed = allowed && p[i].result.allowed;
+    if (p[i].result.allowed) max_delay = std::max(max_delay, p[i].result.retry_after_ms);
+  }
+  size_t b = 0;
+  if (allowed) {
+    for (size_t i = 1; i < n; ++i) {
+      if (d.limits[i].remaining < d.limits[b].remaining) b = i;
+    }
+  } else {
+    auto wait = [](const LimitResult& r) {
+      return r.retry_after_ms == kRetryNever ? INT64_MAX : r.retry_after_ms;
+    };
+    b = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (d.limits[i].allowed) continue;
+      if (b == n || wait(d.limits[i]) > wait(d.limits[b])) b = i;
+    }
+  }
+  const LimitResult& r = d.limits[b];
+  d.allowed = allowed;
+  d.binding = static_cast<uint8_t>(b);
+  d.limit = r.limit;
+  d.remaining = r.remaining;
+  // An allowed check waits for its slowest shaping (leaky bucket) limit.
+  d.retry_after_ms = allowed ? max_delay : r.retry_after_ms;
+  d.reset_after_ms = r.reset_after_ms;
+  return d;
+}
+
+}  // namespace
+
+Limiter::Impl::Impl(LimiterOptions options)
+    : clock_(options.clock != nullptr ? options.clock : SteadyClock::Default()),
+      expiry_(clock_->NowMs()),
+      seed_(RandomSeed()) {
+  size_t max_keys = options.max_keys > 0 ? options.max_keys : kDefaultMaxKeys;
+  if (options.max_memory_bytes > 0) {
+    max_keys = std::min(max_keys, std::max<size_t>(1, options.max_memory_bytes / kBytesPerKeyEstimate));
+  }
+  size_t shards = options.shards;
+  if (shards == 0) shards = std::clamp<size_t>(RoundUpPow2(max_keys / 4096), 1, kDefaultShards);
+  shards = RoundUpPow2(std::clamp<size_t>(shards, 1, kMaxShards));
+  shard_mask_ = shards - 1;
+  max_keys_per_shard_ = std::max<size_t>(1, (max_keys + shards - 1) / shards);
+  max_bytes_per_shard_ =
+      options.max_memory_bytes > 0 ? std::max<size_t>(1, options.max_memory_bytes / shards) : 0;
+  shards_ = std::make_unique<Shard[]>(shards);
+  if (options.sweep_interval_ms > 0) {
+    const absl::Duration every = absl::Milliseconds(options.sweep_interval_ms);
+    sweeper_ = std::thread([this, every] {
+      while (!stop_.WaitForNotificationWithTimeout(every)) Sweep(SIZE_MAX);
+    });
+  }
+}
+
+Limiter::Impl::~Impl() {
+  stop_.Notify();
+  if (sweeper_.joinable()) sweeper_.join();
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    absl::MutexLock lock(&shards_[i].mu);
+    shards_[i].Clear();
+  }
+}
+
+Limiter::Impl::StateKey Limiter::Impl::KeyFor(std::string_view scope, std::string_view key,
+                                              const Limit& limit) const {
+  KeyBuffer buffer(scope, key);
+  const XXH128_hash_t h = buffer.Hash(limit, seed_);
+  return {h.low64, static_cast<uint32_t>(h.high64 & shard_mask_)};
+}
+
+bool Limiter::Impl::Over(const Shard& shard) const {
+  if (shard.Size() > max_keys_per_shard_) return true;
+  return max_bytes_per_shard_ > 0 &&
+         shard.Size() * kBytesPerKeyEstimate + shard.log_bytes > max_bytes_per_shard_;
+}
+
+void Limiter::Impl::MakeRoom(Shard& shard, int64_t now, const uint64_t* keep, size_t keep_count) {
+  if (!Over(shard)) return;
+  shard.SweepExpired(expiry_.ExpiredAt(now), SIZE_MAX);
+  while (Over(shard)) {
+    const size_t excess = shard.Size() > max_keys_per_shard_ ? shard.Size() - max_keys_per_shard_ : 1;
+    if (shard.EvictSoonest(excess, keep, keep_count) == 0) break;
+  }
+}
+
+absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
+                                            absl::Span<const Limit> limits, int64_t cost,
+                                            bool commit) {
+  if (absl::Status s = Validate(limits, cost); !s.ok()) return s;
+  const size_t n = limits.size();
+  Pending p[kMaxLimitsPerCheck];
+  uint32_t locked[kMaxLimitsPerCheck];
+  uint64_t keys[kMaxLimitsPerCheck];
+  {
+    KeyBuffer buffer(scope, key);
+    for (size_t i = 0; i < n; ++i) {
+      const XXH128_hash_t h = buffer.Hash(limits[i], seed_);
+      p[i].key = keys[i] = h.low64;
+      p[i].shard = locked[i] = static_cast<uint32_t>(h.high64 & shard_mask_);
+      p[i].kind = internal::TableFor(limits[i].algorithm);
+    }
+  }
+  // A fixed lock order (ascending shard index) keeps concurrent multi-limit checks deadlock-free.
+  std::sort(locked, locked + n);
+  const size_t lock_count = std::unique(locked, locked + n) - locked;
+  for (size_t i = 0; i < lock_count; ++i) shards_[locked[i]].mu.Lock();
+  // One `now` per check, read under the locks so a check that waited for a lock does not act on
+  // a time older than the state it finds.
+  const int64_t now = clock_->NowMs();
+
+  bool allowed = true;
+  for (size_t i = 0; i < n; ++i) {
+    Pending& q = p[i];
+    Shard& sh = shards_[q.shard];
+    const Limit& limit = limits[i];
+    sh.mu.AssertHeld();
+    switch (q.kind) {
+      case TableKind::kTwoWord: {
+        auto it = sh.two.find(q.key);
+        State2 old;
+        if (it != sh.two.end()) {
+          q.slot2 = &*it;
+          old = State2{it->a, it->b};
+        }
+        const internal::Step<State2> step =
+            TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
+        q.state2 = step.state;
+        q.result = step.result;
+        q.expiry_ms = step.expiry_ms;
+        break;
+      }
+      case TableKind::kThreeWord: {
+        auto it = sh.three.find(q.key);
+        State3 old;
+        if (it != sh.three.end()) {
+          q.slot3 = &*it;
+          old = State3{it->a, it->b, it->c};
+        }
+        const internal::Step<State3> step =
+            internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
+        q.state3 = step.state;
+        q.result = step.result;
+        q.expiry_ms = step.expiry_ms;
+        break;
+      }
+      case TableKind::kLog: {
+        auto it = sh.logs.find(q.key);
+        LogBuf* log = nullptr;
+        if (it != sh.logs.end()) {
+          q.slot2 = &*it;
+          log = reinterpret_cast<LogBuf*>(it->a);
+          internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
+        }
+        q.result = internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
+        break;
+      }
+    }
+    allowed = allowed && q.result.allowed;
+  }
+
+  if (allowed && commit && cost > 0) {
+    // Update found states first (their slot pointers stay valid until a table is modified), then
+    // insert new ones, then enforce the bounds.
+    for (size_t i = 0; i < n; ++i) {
+      Pending& q = p[i];
+      Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms);
+      if (q.kind == TableKind::kLog) {
+        LogBuf* log = q.slot2 != nullptr ? reinterpret_cast<LogBuf*>(q.slot2->a) : nullptr;
+        const size_t before = internal::LogBytes(log);
+        log = internal::LogAppend(log, limits[i], now, cost);
+        sh.log_bytes += internal::LogBytes(log) - before;
+        if (q.slot2 != nullptr) {
+          q.slot2->a = reinterpret_cast<int64_t>(log);
+          q.slot2->expiry = expiry;
+        } else {
+          q.state2 = State2{reinterpret_cast<int64_t>(log), 0};
+        }
+      } else if (q.slot2 != nullptr) {
+        q.slot2->a = q.state2.a;
+        q.slot2->b = q.state2.b;
+        q.slot2->expiry = expiry;
+      } else if (q.slot3 != nullptr) {
+        q.slot3->a = q.state3.a;
+        q.slot3->b = q.state3.b;
+        q.slot3->c = q.state3.c;
+        q.slot3->expiry = expiry;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Pending& q = p[i];
+      if (q.slot2 != nullptr || q.slot3 != nullptr) continue;
+      Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms);
+      switch (q.kind) {
+        case TableKind::kTwoWord:
+          sh.two.insert(Slot2{q.key, expiry, q.state2.a, q.state2.b});
+          break;
+        case TableKind::kThreeWord:
+          sh.three.insert(Slot3{q.key, expiry, q.state3.a, q.state3.b, q.state3.c});
+          break;
+        case TableKind::kLog:
+          sh.logs.insert(Slot2{q.key, expiry, q.state2.a, 0});
+          break;
+      }
+    }
+    for (size_t i = 0; i < lock_count; ++i) {
+      Shard& sh = shards_[locked[i]];
+      sh.mu.AssertHeld();
+      MakeRoom(sh, now, keys, n);
+    }
+  } else {
+    // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest
+    // only gets its expiry refreshed, which a changed limit may have moved.
+    for (size_t i = 0; i < n; ++i) {
+      Pending& q = p[i];
+      Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
+      if (q.slot2 == nullptr && q.slot3 == nullptr) continue;
+      if (q.expiry_ms <= now) {
+        if (sh.Erase(q.kind, q.key)) ++sh.expired;
+      } else if (q.slot2 != nullptr) {
+        q.slot2->expiry = expiry_.Encode(q.expiry_ms);
+      } else {
+        q.slot3->expiry = expiry_.Encode(q.expiry_ms);
+      }
+    }
+  }
+  for (size_t i = lock_count; i-- > 0;) shards_[locked[i]].mu.Unlock();
+  return MakeDecision(p, n);
+}
+
+size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
+                            absl::Span<const Limit> limits) {
+  size_t removed = 0;
+  for (const Limit& limit : limits) {
+    if (!ValidateLimit(limit).ok()) continue;
+    const StateKey k = KeyFor(scope, key, limit);
+    Shard& sh = shards_[k.shard];
+    absl::MutexLock lock(&sh.mu);
+    if (sh.Erase(internal::TableFor(limit.algorithm), k.key)) ++removed;
+  }
+  return removed;
+}
+
+size_t Limiter::Impl::Sweep(size_t budget) {
+  const uint32_t expired_at = expiry_.ExpiredAt(clock_->NowMs());
+  size_t removed = 0;
+  for (size_t i = 0; i <= shard_mask_ && removed < budget; ++i) {
+    Shard& sh = shards_[sweep_cursor_.fetch_add(1, std::memory_order_relaxed) & shard_mask_];
+    absl::MutexLock lock(&sh.mu);
+    removed += sh.SweepExpired(expired_at, budget - removed);
+  }
+  return removed;
+}
+
+LimiterStats Limiter::Impl::Stats() const {
+  LimiterStats stats;
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    const Shard& sh = shards_[i];
+    absl::ReaderMutexLock lock(&sh.mu);
+    stats.keys += sh.Size();
+    stats.memory_bytes += sh.MemoryBytes();
+    stats.evictions += sh.evictions;
+    stats.expired += sh.expired;
+  }
+  stats.memory_bytes += sizeof(Shard) * (shard_mask_ + 1);
+  return stats;
+}
+
+size_t Limiter::Impl::KeyCount() const {
+  size_t keys = 0;
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    absl::ReaderMutexLock lock(&shards_[i].mu);
+    keys += shards_[i].Size();
+  }
+  return keys;
+}
+
+// ---- Limiter: forwards to Impl ----
+
+Limiter::Limiter(LimiterOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Limiter::~Limiter() = default;
+
+absl::StatusOr<Decision> Limiter::Check(std::string_view scope, std::string_view key,
+                                        absl::Span<const Limit> limits, int64_t cost) {
+  return impl_->Run(scope, key, limits, cost, /*commit=*/true);
+}
+
+absl::StatusOr<Decision> Limiter::Check(const Policy& policy, std::string_view key, int64_t cost) {
+  return impl_->Run(policy.name, key, policy.limits, cost, /*commit=*/true);
+}
+
+absl::StatusOr<Decision> Limiter::Peek(std::string_view scope, std::string_view key,
+                                       absl::Span<const Limit> limits, int64_t cost) {
+  return impl_->Run(scope, key, limits, cost, /*commit=*/false);
+}
+
+size_t Limiter::Reset(std::string_view scope, std::string_view key,
+                      absl::Span<const Limit> limits) {
+  return impl_->Reset(scope, key, limits);
+}
+
+size_t Limiter::Sweep(size_t budget) { return impl_->Sweep(budget); }
+LimiterStats Limiter::Stats() const { return impl_->Stats(); }
+size_t Limiter::KeyCount() const { return impl_->KeyCount(); }
+Clock& Limiter::clock() const { return impl_->clock(); }
+
+}  // namespace rl

@@ -1,0 +1,41 @@
+// The exact sliding window log: every admitted request is remembered as a (time, count) run in a
+// compact heap buffer until it leaves the trailing window, so no window of length WINDOW ever holds
+// more than LIMIT. A run is 8 bytes: a 40-bit ms offset from the buffer's base time and a 24-bit
+// count (larger counts spill into one extra word); requests in the same ms share one run.
+//
+// Split into Prune / Evaluate / Append so the limiter can evaluate every limit of a check first
+// and append only when all of them allow (all or nothing). Not thread-safe: the store locks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "rl/decision.h"
+#include "rl/limit.h"
+
+namespace rl::internal {
+
+struct LogBuf;
+
+// Drops runs that have left the window (now - time >= window). Safe on null.
+void LogPrune(LogBuf* log, int64_t window_ms, int64_t now_ms);
+// What a call of `cost` answers now; the log must have been pruned at `now_ms`. Null = empty.
+// `*expiry_ms` receives when the log (after an allowed, committed call) is empty again.
+LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost,
+                        int64_t* expiry_ms);
+// Records `cost` (> 0) at `now_ms`; returns the (possibly reallocated or new) buffer.
+LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost);
+// When the log becomes empty (its newest run leaves the window); `now_ms` when already empty.
+int64_t LogExpiry(const LogBuf* log, int64_t window_ms, int64_t now_ms);
+// Requests currently held (sum of counts).
+int64_t LogTotal(const LogBuf* log);
+// Heap bytes held by the buffer (0 for null).
+size_t LogBytes(const LogBuf* log);
+void LogFree(LogBuf* log);
+
+// Serialization for snapshots: the live runs as absolute (time ms, count) pairs, oldest first.
+void LogRuns(const LogBuf* log, std::vector<std::pair<int64_t, int64_t>>* out);
+
+}  // namespace rl::internal

@@ -1,0 +1,108 @@
+// The sharded state store under the Limiter: a power-of-two number of shards, each with its own
+// mutex and flat hash tables, padded to a cache line so a hot key's lock never shares a line with
+// another shard's.
+//
+// States are keyed by 64 bits of a seeded 128-bit XXH3 hash of (scope, key, algorithm, window);
+// other bits of the same hash pick the shard, so a state is identified by 64 + log2(shards) hash
+// bits and the user's key is never stored. A slot is 28 bytes (key, coarse expiry, two state
+// words), which keeps a token-bucket state within 64 bytes per key at every table load factor
+// above 0.45.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "algorithms.h"
+
+namespace rl::internal {
+
+// Packed to 4-byte alignment: 28 and 36 bytes instead of 32 and 40.
+#pragma pack(push, 4)
+struct Slot2 {
+  uint64_t key;
+  mutable uint32_t expiry;  // coarse expiry (see ExpiryCodec); 0 = already expired
+  mutable int64_t a;
+  mutable int64_t b;
+};
+struct Slot3 {
+  uint64_t key;
+  mutable uint32_t expiry;
+  mutable int64_t a;
+  mutable int64_t b;
+  mutable int64_t c;
+};
+#pragma pack(pop)
+static_assert(sizeof(Slot2) == 28);
+static_assert(sizeof(Slot3) == 36);
+
+// The key is already a uniformly random 64-bit hash, so it hashes to itself.
+struct SlotHash {
+  using is_transparent = void;
+  size_t operator()(uint64_t key) const { return key; }
+  size_t operator()(const Slot2& s) const { return s.key; }
+  size_t operator()(const Slot3& s) const { return s.key; }
+};
+struct SlotEq {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return KeyOf(a) == KeyOf(b);
+  }
+  static uint64_t KeyOf(uint64_t k) { return k; }
+  static uint64_t KeyOf(const Slot2& s) { return s.key; }
+  static uint64_t KeyOf(const Slot3& s) { return s.key; }
+};
+
+using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq>;
+using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq>;
+
+// Which table of a shard holds an algorithm's states.
+enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog };
+TableKind TableFor(Algorithm algorithm);
+
+// Expiry times are stored as 32-bit counts of 1024 ms since the limiter's start, rounded up, so
+// the sweep removes a state at most ~1 s after it became fresh-equivalent (never before) and the
+// range covers 139 years.
+class ExpiryCodec {
+ public:
+  explicit ExpiryCodec(int64_t base_ms) : base_ms_(base_ms) {}
+  uint32_t Encode(int64_t expiry_ms) const;
+  // The largest encoded value that has expired at `now_ms`.
+  uint32_t ExpiredAt(int64_t now_ms) const;
+  // Upper bound of the time an encoded value stands for.
+  int64_t Decode(uint32_t expiry) const;
+
+ private:
+  int64_t base_ms_;
+};
+
+struct alignas(64) Shard {
+  mutable absl::Mutex mu;
+  Table2 two ABSL_GUARDED_BY(mu);    // token bucket, GCRA, fixed window, leaky bucket
+  Table3 three ABSL_GUARDED_BY(mu);  // sliding window counter
+  Table2 logs ABSL_GUARDED_BY(mu);   // sliding log: a = LogBuf*, b unused
+  size_t log_bytes ABSL_GUARDED_BY(mu) = 0;
+  uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
+  uint64_t expired ABSL_GUARDED_BY(mu) = 0;
+
+  size_t Size() const ABSL_SHARED_LOCKS_REQUIRED(mu) {
+    return two.size() + three.size() + logs.size();
+  }
+  // Bytes held: table slots (with control bytes) at their current capacity plus log buffers.
+  size_t MemoryBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu);
+  // Removes states whose coarse expiry is <= `expired_at`, at most `budget`; returns how many.
+  size_t SweepExpired(uint32_t expired_at, size_t budget) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Evicts the states closest to expiry (about 1/64 of the shard, at least `at_least`), skipping
+  // the keys in `keep`; returns how many.
+  size_t EvictSoonest(size_t at_least, const uint64_t* keep, size_t keep_count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Removes one state; true if it existed.
+  bool Erase(TableKind kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Frees every log buffer (destruction).
+  void Clear() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+};
+
+}  // namespace rl::internal
