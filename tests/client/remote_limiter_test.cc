@@ -1,0 +1,268 @@
+// rl::RemoteLimiter against the real rl-server on a free loopback port: counts shared by two
+// client instances, concurrent calls pipelined on a small pool, the failure modes when the
+// server is killed (down) or stopped (slow), and recovery once it is back.
+#include "rl/remote_limiter.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "rl/limit.h"
+#include "subprocess.h"
+
+namespace rl {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+std::string ServerPath() {
+  // RL_SERVER in the environment points the test at another build of the server.
+  const char* env = std::getenv("RL_SERVER");
+  return env != nullptr ? env : RL_SERVER_PATH;
+}
+
+Policy MakePolicy(const std::string& name, const std::string& spec) {
+  absl::StatusOr<Policy> policy = ParsePolicy(name, std::string_view(spec));
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return *policy;
+}
+
+int64_t ElapsedMs(steady_clock::time_point since) {
+  return std::chrono::duration_cast<milliseconds>(steady_clock::now() - since).count();
+}
+
+class RemoteLimiterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = rl_test::FreeLoopbackPort();
+    ASSERT_GT(port_, 0);
+    ASSERT_TRUE(StartServer());
+  }
+
+  bool StartServer() {
+    server_.Kill();
+    if (!server_.Start({ServerPath(), "--port", std::to_string(port_), "--bind", "127.0.0.1"})) {
+      return false;
+    }
+    return rl_test::WaitForPort(port_, milliseconds(5000));
+  }
+
+  std::unique_ptr<RemoteLimiter> Connect(milliseconds timeout = milliseconds(50),
+                                         size_t connections = 2) {
+    RemoteLimiterOptions options;
+    options.port = static_cast<uint16_t>(port_);
+    options.timeout = timeout;
+    options.connections = connections;
+    options.reconnect_backoff = milliseconds(50);
+    options.on_failure = [this](const Policy&, const absl::Status&) { ++failures_reported_; };
+    absl::StatusOr<std::unique_ptr<RemoteLimiter>> limiter = RemoteLimiter::Create(options);
+    EXPECT_TRUE(limiter.ok()) << limiter.status();
+    return limiter.ok() ? *std::move(limiter) : nullptr;
+  }
+
+  // Polls until `limiter` gets an answer from the server again (after a restart / SIGCONT).
+  static bool WaitForRecovery(RemoteLimiter& limiter, milliseconds within) {
+    const auto deadline = steady_clock::now() + within;
+    while (steady_clock::now() < deadline) {
+      if (limiter.Ping().ok()) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  int port_ = 0;
+  rl_test::Subprocess server_;
+  std::atomic<int> failures_reported_{0};
+};
+
+TEST_F(RemoteLimiterTest, TwoInstancesShareOneCount) {
+  auto a = Connect();
+  auto b = Connect();
+  const Policy policy = MakePolicy("shared", "SLIDING_LOG 5 1m");
+  int allowed = 0;
+  for (int i = 0; i < 8; ++i) {
+    RemoteLimiter& limiter = i % 2 == 0 ? *a : *b;
+    absl::StatusOr<Decision> decision = limiter.Check(policy, "tenant-1");
+    ASSERT_TRUE(decision.ok()) << decision.status();
+    EXPECT_EQ(decision->limit, 5);
+    if (decision->allowed) {
+      ++allowed;
+      EXPECT_EQ(decision->remaining, 5 - allowed);
+    } else {
+      EXPECT_GT(decision->retry_after_ms, 0);
+    }
+  }
+  EXPECT_EQ(allowed, 5);
+  // Another key is unaffected, and a peek changes nothing.
+  absl::StatusOr<Decision> other = b->Check(policy, "tenant-2");
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->allowed);
+  absl::StatusOr<Decision> peek = a->Peek(policy, "tenant-2");
+  ASSERT_TRUE(peek.ok()) << peek.status();
+  EXPECT_EQ(peek->remaining, 4);
+  // Reset clears tenant-1 for both instances.
+  absl::StatusOr<int64_t> removed = a->Reset(policy, "tenant-1");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_GE(*removed, 1);
+  absl::StatusOr<Decision> after = b->Check(policy, "tenant-1");
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->allowed);
+  EXPECT_EQ(a->Stats().failed_open + a->Stats().failed_closed, 0u);
+}
+
+TEST_F(RemoteLimiterTest, ConcurrentCallsArePipelinedAndMatchedToTheirCallers) {
+  auto limiter = Connect(milliseconds(1000), 2);
+  const Policy hot = MakePolicy("hot", "SLIDING_LOG 5 1m");
+  const Policy wide = MakePolicy("wide", "FIXED_WINDOW 100000 1h");
+  constexpr int kThreads = 8;
+  constexpr int kCallsPerThread = 200;
+  std::atomic<int> hot_allowed{0};
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      absl::StatusOr<Decision> first = limiter->Check(hot, "one-key");
+      if (first.ok() && first->allowed) ++hot_allowed;
+      // Each thread owns a key, so its remaining must count down by exactly one per call: a
+      // reply delivered to the wrong caller would break the sequence.
+      const std::string key = "thread-" + std::to_string(t);
+      for (int i = 1; i <= kCallsPerThread; ++i) {
+        absl::StatusOr<Decision> d = limiter->Check(wide, key);
+        if (!d.ok() || !d->allowed || d->remaining != 100000 - i) ++mismatches;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(hot_allowed.load(), 5);
+  EXPECT_EQ(mismatches.load(), 0);
+  RemoteLimiterStats stats = limiter->Stats();
+  EXPECT_EQ(stats.answered, static_cast<uint64_t>(kThreads * (kCallsPerThread + 1)));
+  EXPECT_LE(stats.connects, 2u);
+}
+
+TEST_F(RemoteLimiterTest, CheckManyIsOneRoundTripInRequestOrder) {
+  auto limiter = Connect();
+  const Policy route = MakePolicy("route", "SLIDING_LOG 2 1m");
+  const Policy tenant = MakePolicy("tenant", "TOKEN_BUCKET 100 1m");
+  const RemoteLimiter::Request requests[] = {
+      {&route, "k", 1}, {&tenant, "k", 10}, {&route, "k", -1}, {&route, "k", 1}, {&route, "k", 1}};
+  std::vector<absl::StatusOr<Decision>> results = limiter->CheckMany(requests);
+  ASSERT_EQ(results.size(), 5u);
+  ASSERT_TRUE(results[0].ok() && results[1].ok() && results[3].ok() && results[4].ok());
+  EXPECT_TRUE(results[0]->allowed);
+  EXPECT_EQ(results[1]->remaining, 90);
+  EXPECT_TRUE(absl::IsInvalidArgument(results[2].status()));  // rejected before sending
+  EXPECT_TRUE(results[3]->allowed);
+  EXPECT_FALSE(results[4]->allowed);
+}
+
+TEST_F(RemoteLimiterTest, ServerErrorsAreErrorsNotFailures) {
+  RemoteLimiterOptions options;
+  options.port = static_cast<uint16_t>(port_);
+  options.policy_mode = RemoteLimiterOptions::PolicyMode::kServerPolicy;
+  auto limiter = RemoteLimiter::Create(options);
+  ASSERT_TRUE(limiter.ok());
+  const Policy unknown = MakePolicy("not-defined-on-server", "SLIDING_LOG 5 1m FAIL_CLOSED");
+  absl::StatusOr<Decision> decision = (*limiter)->Check(unknown, "k");
+  EXPECT_FALSE(decision.ok());
+  EXPECT_EQ((*limiter)->Stats().server_errors, 1u);
+  EXPECT_EQ((*limiter)->Stats().failed_closed, 0u);
+}
+
+TEST_F(RemoteLimiterTest, KilledServerFailsOpenOrClosedThenRecovers) {
+  constexpr milliseconds kTimeout(50);
+  auto limiter = Connect(kTimeout);
+  const Policy open = MakePolicy("reads", "SLIDING_LOG 100 1m FAIL_OPEN");
+  const Policy closed = MakePolicy("logins", "SLIDING_LOG 100 1m FAIL_CLOSED");
+  ASSERT_TRUE(limiter->Check(open, "k").ok());
+  ASSERT_TRUE(limiter->Check(closed, "k").ok());
+
+  server_.Kill();
+  for (int i = 0; i < 5; ++i) {
+    auto start = steady_clock::now();
+    absl::StatusOr<Decision> d = limiter->Check(open, "k");
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->allowed);
+    EXPECT_LE(ElapsedMs(start), kTimeout.count() + 30);
+    start = steady_clock::now();
+    d = limiter->Check(closed, "k");
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->allowed);
+    EXPECT_GT(d->retry_after_ms, 0);
+    EXPECT_LE(ElapsedMs(start), kTimeout.count() + 30);
+  }
+  RemoteLimiterStats stats = limiter->Stats();
+  EXPECT_EQ(stats.failed_open, 5u);
+  EXPECT_EQ(stats.failed_closed, 5u);
+  EXPECT_EQ(failures_reported_.load(), 10);
+
+  ASSERT_TRUE(StartServer());
+  ASSERT_TRUE(WaitForRecovery(*limiter, milliseconds(3000)));
+  absl::StatusOr<Decision> d = limiter->Check(closed, "k");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);  // answered by the (fresh) server, not by the failure mode
+  EXPECT_EQ(limiter->Stats().failed_closed, 5u);
+}
+
+TEST_F(RemoteLimiterTest, StalledServerTimesOutWithinTheBudgetThenRecovers) {
+  constexpr milliseconds kTimeout(40);
+  auto limiter = Connect(kTimeout, 1);
+  const Policy open = MakePolicy("reads", "SLIDING_LOG 100 1m FAIL_OPEN");
+  const Policy closed = MakePolicy("exports", "SLIDING_LOG 100 1m FAIL_CLOSED");
+  ASSERT_TRUE(limiter->Check(open, "k").ok());
+
+  server_.Signal(SIGSTOP);  // alive and accepting in the kernel, but never answers
+  int64_t slowest_ms = 0;
+  for (int i = 0; i < 6; ++i) {
+    const Policy& policy = i % 2 == 0 ? open : closed;
+    const auto start = steady_clock::now();
+    absl::StatusOr<Decision> d = limiter->Check(policy, "k");
+    slowest_ms = std::max(slowest_ms, ElapsedMs(start));
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->allowed, policy.failure_mode == FailureMode::kFailOpen);
+    std::this_thread::sleep_for(milliseconds(60));  // past the back-off: each call tries again
+  }
+  EXPECT_LE(slowest_ms, kTimeout.count() + 30);
+  EXPECT_GE(limiter->Stats().timeouts, 1u);
+  RecordProperty("stalled_server_slowest_call_ms", std::to_string(slowest_ms));
+
+  server_.Signal(SIGCONT);
+  ASSERT_TRUE(WaitForRecovery(*limiter, milliseconds(3000)));
+  absl::StatusOr<Decision> d = limiter->Check(closed, "k");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+}
+
+TEST_F(RemoteLimiterTest, RoundTripLatency) {
+  auto limiter = Connect(milliseconds(1000), 1);
+  const Policy policy = MakePolicy("latency", "TOKEN_BUCKET 1000000 1s");
+  ASSERT_TRUE(limiter->Ping().ok());
+  constexpr int kCalls = 2000;
+  std::vector<int64_t> micros;
+  micros.reserve(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    const auto start = steady_clock::now();
+    absl::StatusOr<Decision> d = limiter->Check(policy, "k" + std::to_string(i % 50));
+    micros.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                         steady_clock::now() - start).count());
+    ASSERT_TRUE(d.ok() && d->allowed);
+  }
+  std::sort(micros.begin(), micros.end());
+  const int64_t p50 = micros[kCalls / 2];
+  const int64_t p99 = micros[kCalls * 99 / 100];
+  std::printf("RemoteLimiter round trip over loopback: p50 %lld us, p99 %lld us, max %lld us\n",
+              static_cast<long long>(p50), static_cast<long long>(p99),
+              static_cast<long long>(micros.back()));
+  RecordProperty("p50_us", std::to_string(p50));
+  RecordProperty("p99_us", std::to_string(p99));
+  EXPECT_LT(p50, 5000);  // generous: shared, loaded CI machines
+}
+
+}  // namespace
+}  // namespace rl
