@@ -1,4 +1,5 @@
-// The sliding log's run buffer: one malloc'd block, a small header followed by 8-byte runs.
+// The sliding log's run buffer: one malloc'd block, a small header followed by a ring of 8-byte
+// runs, so pruning and appending are O(1) and a full log needs no slack.
 #include "sliding_log.h"
 
 #include <algorithm>
@@ -23,23 +24,35 @@ constexpr uint32_t kMaxItems = uint32_t{1} << 27;
 
 }  // namespace
 
+// A ring of 8-byte words after a small header. Live runs occupy `used` words starting at `head`
+// (wrapping at `cap`), oldest first; a run is one word, or two when its count spills.
 struct LogBuf {
-  int64_t base_ms;    // run times are offsets from here
-  int64_t total;      // sum of live counts
-  uint32_t head;      // index of the oldest live run
-  uint32_t size;      // one past the newest word
-  uint32_t cap;       // words allocated
-  uint32_t last;      // index of the newest run
+  int64_t base_ms;      // run times are offsets from here
+  int64_t total;        // sum of live counts
+  uint32_t head;        // physical index of the oldest word
+  uint32_t used;        // words in use
+  uint32_t cap;         // words allocated
+  uint32_t last_words;  // size of the newest run (1 or 2)
+
   uint64_t* items() { return reinterpret_cast<uint64_t*>(this + 1); }
   const uint64_t* items() const { return reinterpret_cast<const uint64_t*>(this + 1); }
-
-  bool empty() const { return head == size; }
-  int64_t TimeAt(uint32_t i) const { return base_ms + static_cast<int64_t>(items()[i] >> kCountBits); }
-  int64_t CountAt(uint32_t i) const {
-    const uint64_t c = items()[i] & kCountMask;
-    return c == kSpill ? static_cast<int64_t>(items()[i + 1]) : static_cast<int64_t>(c);
+  // The word at logical position k (0 = oldest).
+  uint64_t& At(uint32_t k) {
+    uint32_t i = head + k;
+    return items()[i >= cap ? i - cap : i];
   }
-  uint32_t Next(uint32_t i) const { return (items()[i] & kCountMask) == kSpill ? i + 2 : i + 1; }
+  uint64_t At(uint32_t k) const {
+    uint32_t i = head + k;
+    return items()[i >= cap ? i - cap : i];
+  }
+  bool empty() const { return used == 0; }
+  uint32_t Last() const { return used - last_words; }
+  bool Spills(uint32_t k) const { return (At(k) & kCountMask) == kSpill; }
+  int64_t TimeAt(uint32_t k) const { return base_ms + static_cast<int64_t>(At(k) >> kCountBits); }
+  int64_t CountAt(uint32_t k) const {
+    return Spills(k) ? static_cast<int64_t>(At(k + 1)) : static_cast<int64_t>(At(k) & kCountMask);
+  }
+  uint32_t Words(uint32_t k) const { return Spills(k) ? 2 : 1; }
 };
 
 namespace {
@@ -50,42 +63,47 @@ LogBuf* Allocate(uint32_t cap) {
   LogBuf* log = static_cast<LogBuf*>(p);
   log->base_ms = 0;
   log->total = 0;
-  log->head = log->size = log->last = 0;
+  log->head = log->used = 0;
+  log->last_words = 1;
   log->cap = cap;
   return log;
 }
 
-// Moves live runs to the front and rebases their offsets on the oldest run's time.
-void Compact(LogBuf* log) {
-  if (log->empty()) {
-    log->head = log->size = log->last = 0;
-    return;
-  }
-  const int64_t new_base = log->TimeAt(log->head);
+// Rebases offsets on the oldest run's time (needed only when `now` is 2^40 ms past the base).
+void Rebase(LogBuf* log) {
+  if (log->empty()) return;
+  const int64_t new_base = log->TimeAt(0);
   const uint64_t shift = static_cast<uint64_t>(new_base - log->base_ms) << kCountBits;
-  uint64_t* items = log->items();
-  uint32_t out = 0;
-  for (uint32_t i = log->head; i < log->size;) {
-    const uint32_t next = log->Next(i);
-    if (i == log->last) log->last = out;
-    items[out++] = items[i] - shift;
-    if (next == i + 2) items[out++] = items[i + 1];
-    i = next;
-  }
+  for (uint32_t k = 0; k < log->used; k += log->Words(k)) log->At(k) -= shift;
   log->base_ms = new_base;
-  log->head = 0;
-  log->size = out;
 }
+
+// Copies the ring into a new block of `cap` words, unwrapped.
+LogBuf* Grow(LogBuf* log, uint32_t cap) {
+  LogBuf* grown = Allocate(cap);
+  grown->base_ms = log->base_ms;
+  grown->total = log->total;
+  grown->used = log->used;
+  grown->last_words = log->last_words;
+  for (uint32_t k = 0; k < log->used; ++k) grown->items()[k] = log->At(k);
+  std::free(log);
+  return grown;
+}
+
+void Push(LogBuf* log, uint64_t word) { log->At(log->used++) = word; }
 
 }  // namespace
 
 void LogPrune(LogBuf* log, int64_t window_ms, int64_t now_ms) {
   if (log == nullptr) return;
-  while (!log->empty() && static_cast<int128>(now_ms) - log->TimeAt(log->head) >= window_ms) {
-    log->total -= log->CountAt(log->head);
-    log->head = log->Next(log->head);
+  while (!log->empty() && static_cast<int128>(now_ms) - log->TimeAt(0) >= window_ms) {
+    const uint32_t words = log->Words(0);
+    log->total -= log->CountAt(0);
+    log->head += words;
+    if (log->head >= log->cap) log->head -= log->cap;
+    log->used -= words;
   }
-  if (log->empty()) log->head = log->size = log->last = log->total = 0;
+  if (log->empty()) log->head = log->used = log->total = 0;
 }
 
 LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost,
@@ -94,7 +112,7 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
   const int64_t w = limit.window_ms;
   const int64_t total = LogTotal(log);
   const int64_t newest_end =
-      log == nullptr || log->empty() ? now_ms : Clamp64(int128{log->TimeAt(log->last)} + w);
+      log == nullptr || log->empty() ? now_ms : Clamp64(int128{log->TimeAt(log->Last())} + w);
   LimitResult r;
   r.limit = l;
   r.window_ms = w;
@@ -117,10 +135,10 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
     r.allowed = false;
     const int64_t need = total + cost - l;
     int64_t freed = 0;
-    for (uint32_t i = log->head; i < log->size; i = log->Next(i)) {
-      freed += log->CountAt(i);
+    for (uint32_t k = 0; k < log->used; k += log->Words(k)) {
+      freed += log->CountAt(k);
       if (freed >= need) {
-        r.retry_after_ms = Clamp64(int128{log->TimeAt(i)} + w - now_ms);
+        r.retry_after_ms = Clamp64(int128{log->TimeAt(k)} + w - now_ms);
         break;
       }
     }
@@ -129,68 +147,60 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
 }
 
 LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost) {
-  if (log == nullptr) log = Allocate(4);
+  if (log == nullptr) log = Allocate(2);
   if (log->empty()) {
-    log->head = log->size = log->last = 0;
+    log->head = log->used = 0;
     log->base_ms = now_ms;
   }
   log->total += cost;
+  const uint64_t ucost = static_cast<uint64_t>(cost);
   // Same ms as the newest run: add to it while the count fits its field.
-  if (!log->empty() && log->TimeAt(log->last) == now_ms &&
-      (log->items()[log->last] & kCountMask) + static_cast<uint64_t>(cost) < kSpill) {
-    log->items()[log->last] += static_cast<uint64_t>(cost);
+  if (!log->empty() && log->TimeAt(log->Last()) == now_ms && !log->Spills(log->Last()) &&
+      (log->At(log->Last()) & kCountMask) + ucost < kSpill) {
+    log->At(log->Last()) += ucost;
     return log;
   }
-  const uint32_t words = static_cast<uint64_t>(cost) >= kSpill ? 2 : 1;
-  // Live runs never need more than LIMIT runs (plus spill words); allow 1/32 slack above that so
-  // compaction (O(live)) happens at most once per cap/32 appends.
-  const uint64_t needed = static_cast<uint64_t>(limit.limit) +
-                          static_cast<uint64_t>(limit.limit) / kCountMask + 2;
-  const uint64_t max_cap = std::min<uint64_t>(needed + needed / 32 + 4, kMaxItems);
-  if (now_ms - log->base_ms > kMaxOffset) Compact(log);
-  if (log->size + words > log->cap && log->head > 0 &&
-      (log->head >= log->cap / 32 || log->cap >= max_cap)) {
-    Compact(log);
-  }
-  if (log->size + words > log->cap) {
-    if (log->size + words > max_cap) {
-      // At the per-key bound: fold into the newest run (see kMaxItems).
-      uint64_t* items = log->items();
-      const uint32_t i = log->last;
-      const int64_t count = log->CountAt(i) + cost;
+  if (now_ms - log->base_ms > kMaxOffset) Rebase(log);
+  const uint32_t words = ucost >= kSpill ? 2 : 1;
+  if (log->used + words > log->cap) {
+    // Live runs never need more words than LIMIT runs (plus spill words), so growth stops
+    // there and a full log costs 8 bytes per run plus the header.
+    const uint64_t needed =
+        static_cast<uint64_t>(limit.limit) + static_cast<uint64_t>(limit.limit) / kCountMask + 2;
+    const uint64_t max_cap = std::min<uint64_t>(needed, kMaxItems);
+    if (log->used + words > max_cap) {
+      // At the bound (a lowered limit or kMaxItems): fold into the newest run, moved to now.
+      const uint32_t k = log->Last();
       const uint64_t offset = static_cast<uint64_t>(now_ms - log->base_ms) << kCountBits;
-      if ((items[i] & kCountMask) == kSpill) {
-        items[i] = offset | kSpill;
-        items[i + 1] = static_cast<uint64_t>(count);
+      const int64_t count = log->CountAt(k) + cost;
+      if (log->Spills(k)) {
+        log->At(k) = offset | kSpill;
+        log->At(k + 1) = static_cast<uint64_t>(count);
       } else if (static_cast<uint64_t>(count) < kSpill) {
-        items[i] = offset | static_cast<uint64_t>(count);
+        log->At(k) = offset | static_cast<uint64_t>(count);
       }
       // Otherwise the run cannot widen in place: the cost stays in `total` only, which holds
       // until the log empties (conservative: under-admits, never over-admits).
       return log;
     }
-    uint64_t cap = std::max<uint64_t>(4, uint64_t{log->cap} * 2);
-    cap = std::min<uint64_t>(cap, max_cap);
-    cap = std::max<uint64_t>(cap, log->size + words);
-    void* p = std::realloc(log, sizeof(LogBuf) + cap * sizeof(uint64_t));
-    if (p == nullptr) throw std::bad_alloc();
-    log = static_cast<LogBuf*>(p);
-    log->cap = static_cast<uint32_t>(cap);
+    uint64_t cap = std::max<uint64_t>(4, uint64_t{log->cap} + uint64_t{log->cap} / 2);
+    cap = std::max<uint64_t>(std::min<uint64_t>(cap, max_cap), log->used + words);
+    log = Grow(log, static_cast<uint32_t>(cap));
   }
   const uint64_t offset = static_cast<uint64_t>(now_ms - log->base_ms) << kCountBits;
-  log->last = log->size;
+  log->last_words = words;
   if (words == 1) {
-    log->items()[log->size++] = offset | static_cast<uint64_t>(cost);
+    Push(log, offset | ucost);
   } else {
-    log->items()[log->size++] = offset | kSpill;
-    log->items()[log->size++] = static_cast<uint64_t>(cost);
+    Push(log, offset | kSpill);
+    Push(log, ucost);
   }
   return log;
 }
 
 int64_t LogExpiry(const LogBuf* log, int64_t window_ms, int64_t now_ms) {
   if (log == nullptr || log->empty()) return now_ms;
-  return Clamp64(int128{log->TimeAt(log->last)} + window_ms);
+  return Clamp64(int128{log->TimeAt(log->Last())} + window_ms);
 }
 
 int64_t LogTotal(const LogBuf* log) { return log == nullptr ? 0 : log->total; }
@@ -203,8 +213,8 @@ void LogFree(LogBuf* log) { std::free(log); }
 
 void LogRuns(const LogBuf* log, std::vector<std::pair<int64_t, int64_t>>* out) {
   if (log == nullptr) return;
-  for (uint32_t i = log->head; i < log->size; i = log->Next(i)) {
-    out->emplace_back(log->TimeAt(i), log->CountAt(i));
+  for (uint32_t k = 0; k < log->used; k += log->Words(k)) {
+    out->emplace_back(log->TimeAt(k), log->CountAt(k));
   }
 }
 
