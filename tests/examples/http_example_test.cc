@@ -1,0 +1,198 @@
+// rl-http-example as a real process on a free loopback port: 8 parallel requests against a limit
+// of 5 give 5x200 and 3x429 with the headers, another API key is unaffected, /health is
+// unlimited; with an unreachable remote limiter reads fail open and exports fail closed; and two
+// instances on one rl-server share a single count.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "subprocess.h"
+
+namespace {
+
+using std::chrono::milliseconds;
+
+struct HttpReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+// One HTTP/1.1 request with "Connection: close"; reads until the server closes. status 0 = the
+// request failed.
+HttpReply Request(int port, const std::string& method, const std::string& path,
+                  const std::string& api_key = "") {
+  HttpReply reply;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return reply;
+  }
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  if (!api_key.empty()) request += "X-Api-Key: " + api_key + "\r\n";
+  request += "Content-Length: 0\r\nConnection: close\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char chunk[4096];
+  for (ssize_t n; (n = ::recv(fd, chunk, sizeof(chunk), 0)) > 0;) raw.append(chunk, n);
+  ::close(fd);
+
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || head_end == std::string::npos) return reply;
+  reply.status = std::atoi(raw.c_str() + 9);
+  reply.body = raw.substr(head_end + 4);
+  size_t line = raw.find("\r\n") + 2;
+  while (line < head_end) {
+    const size_t end = raw.find("\r\n", line);
+    const size_t colon = raw.find(':', line);
+    std::string name = raw.substr(line, colon - line);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    size_t value = colon + 1;
+    while (value < end && raw[value] == ' ') ++value;
+    reply.headers[name] = raw.substr(value, end - value);
+    line = end + 2;
+  }
+  return reply;
+}
+
+// Fires `count` requests at once (one thread each); the replies in completion order.
+std::vector<HttpReply> Parallel(const std::vector<int>& ports, int count, const std::string& path,
+                                const std::string& api_key) {
+  std::vector<HttpReply> replies(count);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < count; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      replies[i] = Request(ports[i % ports.size()], "GET", path, api_key);
+    });
+  }
+  go = true;
+  for (std::thread& thread : threads) thread.join();
+  return replies;
+}
+
+// Starts rl-http-example with `flags` on a free port; returns the port (0 on failure).
+int StartExample(rl_test::Subprocess& process, std::vector<std::string> flags) {
+  std::vector<std::string> argv{RL_HTTP_EXAMPLE_PATH, "--port", "0"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  if (!process.Start(argv)) return 0;
+  std::string line;
+  if (!process.ReadLine(&line, milliseconds(5000))) return 0;
+  // "rl-http-example listening on 127.0.0.1:PORT limiter=..."
+  const size_t colon = line.rfind(':', line.find(" limiter="));
+  return colon == std::string::npos ? 0 : std::atoi(line.c_str() + colon + 1);
+}
+
+void ExpectFiveOfEight(const std::vector<HttpReply>& replies) {
+  int ok = 0;
+  int limited = 0;
+  for (const HttpReply& reply : replies) {
+    if (reply.status == 200) ++ok;
+    if (reply.status == 429) {
+      ++limited;
+      EXPECT_EQ(reply.body, R"({"error":"rate_limited"})");
+      ASSERT_TRUE(reply.headers.count("retry-after"));
+      EXPECT_GT(std::atoi(reply.headers.at("retry-after").c_str()), 0);
+      EXPECT_EQ(reply.headers.at("x-ratelimit-remaining"), "0");
+    }
+    for (const char* name : {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
+                             "ratelimit-policy", "ratelimit"}) {
+      EXPECT_TRUE(reply.headers.count(name)) << name << " missing on " << reply.status;
+    }
+    if (reply.headers.count("x-ratelimit-limit")) {
+      EXPECT_EQ(reply.headers.at("x-ratelimit-limit"), "5");
+    }
+  }
+  EXPECT_EQ(ok, 5);
+  EXPECT_EQ(limited, 3);
+}
+
+TEST(HttpExampleTest, LocalLimiterEightParallelRequestsFivePass) {
+  rl_test::Subprocess example;
+  const int port = StartExample(example, {"--limiter", "local"});
+  ASSERT_GT(port, 0);
+
+  ExpectFiveOfEight(Parallel({port}, 8, "/api/products", "key-A"));
+
+  // Another API key, and an anonymous client (by IP), are unaffected.
+  HttpReply other = Request(port, "GET", "/api/products", "key-B");
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(other.headers["x-ratelimit-remaining"], "4");
+  EXPECT_EQ(other.headers["ratelimit-policy"], R"("products";q=5;w=60)");
+  HttpReply anonymous = Request(port, "GET", "/api/products");
+  EXPECT_EQ(anonymous.status, 200);
+
+  // /health is unlimited and carries no rate-limit headers.
+  for (int i = 0; i < 20; ++i) {
+    HttpReply health = Request(port, "GET", "/health", "key-A");
+    EXPECT_EQ(health.status, 200);
+    EXPECT_FALSE(health.headers.count("x-ratelimit-limit"));
+  }
+
+  // Exports cost 10 of 30 per hour: three pass, the fourth is limited.
+  std::vector<int> statuses;
+  for (int i = 0; i < 4; ++i) statuses.push_back(Request(port, "POST", "/v1/exports", "key-C").status);
+  EXPECT_EQ(statuses, (std::vector<int>{202, 202, 202, 429}));
+}
+
+TEST(HttpExampleTest, UnreachableRemoteLimiterReadsFailOpenExportsFailClosed) {
+  rl_test::Subprocess example;
+  const int dead_port = rl_test::FreeLoopbackPort();  // nothing listens there
+  const int port = StartExample(example, {"--limiter", "remote", "--server",
+                                          "127.0.0.1:" + std::to_string(dead_port),
+                                          "--timeout-ms", "50"});
+  ASSERT_GT(port, 0);
+  const auto start = std::chrono::steady_clock::now();
+  HttpReply read = Request(port, "GET", "/api/products", "key-A");
+  HttpReply export_reply = Request(port, "POST", "/v1/exports", "key-A");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(read.status, 200);
+  EXPECT_EQ(export_reply.status, 429);
+  EXPECT_EQ(export_reply.body, R"({"error":"rate_limited"})");
+  EXPECT_TRUE(export_reply.headers.count("retry-after"));
+  EXPECT_LT(elapsed, milliseconds(1000));
+}
+
+#ifdef RL_SERVER_PATH
+TEST(HttpExampleTest, TwoRemoteInstancesShareOneCount) {
+  rl_test::Subprocess server;
+  const int server_port = rl_test::FreeLoopbackPort();
+  ASSERT_TRUE(server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind",
+                            "127.0.0.1"}));
+  ASSERT_TRUE(rl_test::WaitForPort(server_port, milliseconds(5000)));
+  const std::vector<std::string> flags{"--limiter", "remote", "--server",
+                                       "127.0.0.1:" + std::to_string(server_port)};
+  rl_test::Subprocess a;
+  rl_test::Subprocess b;
+  const int port_a = StartExample(a, flags);
+  const int port_b = StartExample(b, flags);
+  ASSERT_GT(port_a, 0);
+  ASSERT_GT(port_b, 0);
+
+  ExpectFiveOfEight(Parallel({port_a, port_b}, 8, "/api/products", "key-A"));
+  HttpReply other = Request(port_b, "GET", "/api/products", "key-B");
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(other.headers["x-ratelimit-remaining"], "4");
+}
+#endif
+
+}  // namespace
