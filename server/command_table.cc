@@ -1,0 +1,198 @@
+// Command table lookup, COMMAND/COMMAND DOCS generation and Redis's standard error replies.
+#include "command_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+namespace rl::server {
+namespace {
+
+constexpr size_t kMaxNameLen = 64;
+
+void WriteFlags(resp::Writer& w, uint32_t flags) {
+  static constexpr std::pair<uint32_t, std::string_view> kNames[] = {
+      {kCmdWrite, "write"}, {kCmdReadonly, "readonly"}, {kCmdAdmin, "admin"},
+      {kCmdNoAuth, "no_auth"}, {kCmdFast, "fast"}, {kCmdLoading, "loading"},
+      {kCmdStale, "stale"}};
+  size_t n = 0;
+  for (const auto& [bit, name] : kNames) n += (flags & bit) ? 1 : 0;
+  w.SetHeader(n);
+  for (const auto& [bit, name] : kNames) {
+    if (flags & bit) w.SimpleString(name);
+  }
+}
+
+void WriteArg(resp::Writer& w, const ArgDoc& arg) {
+  size_t fields = 2 + (arg.token.empty() ? 0 : 1) + (arg.flags ? 1 : 0) +
+                  (arg.arguments.empty() ? 0 : 1);
+  w.MapHeader(fields);
+  w.Bulk("name");
+  w.Bulk(arg.name);
+  w.Bulk("type");
+  w.Bulk(arg.type);
+  if (!arg.token.empty()) {
+    w.Bulk("token");
+    w.Bulk(arg.token);
+  }
+  if (arg.flags) {
+    w.Bulk("flags");
+    size_t n = ((arg.flags & kArgOptional) ? 1 : 0) + ((arg.flags & kArgMultiple) ? 1 : 0);
+    w.SetHeader(n);
+    if (arg.flags & kArgOptional) w.SimpleString("optional");
+    if (arg.flags & kArgMultiple) w.SimpleString("multiple");
+  }
+  if (!arg.arguments.empty()) {
+    w.Bulk("arguments");
+    w.ArrayHeader(arg.arguments.size());
+    for (const ArgDoc& child : arg.arguments) WriteArg(w, child);
+  }
+}
+
+}  // namespace
+
+CommandTable::CommandTable() {
+  AddAdminCommands(&rows_);
+  AddRlCommands(&rows_);
+  std::sort(rows_.begin(), rows_.end(),
+            [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
+  for (const CommandSpec& row : rows_) by_name_[row.name] = &row;
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  char buf[kMaxNameLen];
+  std::string_view lower = LowerInto(name, buf, sizeof(buf));
+  if (lower.empty()) return nullptr;
+  auto it = by_name_.find(absl::string_view(lower.data(), lower.size()));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+const CommandSpec* CommandTable::FindSub(const CommandSpec& parent, std::string_view name) {
+  char buf[kMaxNameLen];
+  std::string_view lower = LowerInto(name, buf, sizeof(buf));
+  if (lower.empty()) return nullptr;
+  for (const CommandSpec& sub : parent.subcommands) {
+    std::string_view sub_name = sub.name;
+    size_t bar = sub_name.find('|');
+    if (bar != std::string_view::npos && sub_name.substr(bar + 1) == lower) return &sub;
+  }
+  return nullptr;
+}
+
+void CommandTable::WriteInfo(resp::Writer& w, const CommandSpec& spec) {
+  w.ArrayHeader(10);
+  w.Bulk(spec.name);
+  w.Integer(spec.arity);
+  WriteFlags(w, spec.flags);
+  w.Integer(spec.first_key);
+  w.Integer(spec.first_key);
+  w.Integer(spec.first_key > 0 ? 1 : 0);
+  w.SetHeader(1);  // ACL categories
+  w.SimpleString(spec.group == "rl" ? "@rl" : "@" + spec.group);
+  w.SetHeader(0);    // tips
+  w.ArrayHeader(0);  // key specs
+  w.ArrayHeader(spec.subcommands.size());
+  for (const CommandSpec& sub : spec.subcommands) WriteInfo(w, sub);
+}
+
+void CommandTable::WriteDocs(resp::Writer& w, const CommandSpec& spec) {
+  size_t fields = 4 + (spec.arguments.empty() ? 0 : 1) + (spec.subcommands.empty() ? 0 : 1);
+  w.MapHeader(fields);
+  w.Bulk("summary");
+  w.Bulk(spec.summary);
+  w.Bulk("since");
+  w.Bulk(spec.since);
+  w.Bulk("group");
+  w.Bulk(spec.group);
+  w.Bulk("complexity");
+  w.Bulk(spec.complexity);
+  if (!spec.arguments.empty()) {
+    w.Bulk("arguments");
+    w.ArrayHeader(spec.arguments.size());
+    for (const ArgDoc& arg : spec.arguments) WriteArg(w, arg);
+  }
+  if (!spec.subcommands.empty()) {
+    w.Bulk("subcommands");
+    w.MapHeader(spec.subcommands.size());
+    for (const CommandSpec& sub : spec.subcommands) {
+      w.Bulk(sub.name);
+      WriteDocs(w, sub);
+    }
+  }
+}
+
+std::string_view LowerInto(std::string_view name, char* buf, size_t cap) {
+  if (name.size() > cap || name.empty()) return {};
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    buf[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return std::string_view(buf, name.size());
+}
+
+namespace {
+// Redis replaces CR and LF in error texts so the reply stays one line.
+std::string Sanitize(std::string s) {
+  for (char& c : s) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  return s;
+}
+}  // namespace
+
+void WriteWrongArity(resp::Writer& w, std::string_view full_name) {
+  std::string msg = "ERR wrong number of arguments for '";
+  msg.append(full_name);
+  msg.append("' command");
+  w.Error(Sanitize(std::move(msg)));
+}
+
+void WriteUnknownCommand(resp::Writer& w, absl::Span<const std::string_view> args) {
+  // Redis: "unknown command '%.128s', with args beginning with: " then each arg as "'%.*s' "
+  // while the args part stays within 128 bytes.
+  std::string msg = "ERR unknown command '";
+  msg.append(args[0].substr(0, 128));
+  msg.append("', with args beginning with: ");
+  size_t used = 0;
+  for (size_t i = 1; i < args.size() && used < 128; ++i) {
+    size_t take = std::min(args[i].size(), 128 - used);
+    msg.push_back('\'');
+    msg.append(args[i].substr(0, take));
+    msg.append("' ");
+    used += take + 3;
+  }
+  w.Error(Sanitize(std::move(msg)));
+}
+
+void WriteUnknownSubcommand(resp::Writer& w, std::string_view sub, std::string_view parent) {
+  std::string upper(parent);
+  for (char& c : upper) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  std::string msg = "ERR unknown subcommand '";
+  msg.append(sub.substr(0, 128));
+  msg.append("'. Try ");
+  msg.append(upper);
+  msg.append(" HELP.");
+  w.Error(Sanitize(std::move(msg)));
+}
+
+void WriteSyntaxError(resp::Writer& w) { w.Error("ERR syntax error"); }
+
+bool ParseInt64(std::string_view text, int64_t* out) {
+  if (text.empty() || text.size() > 20 || text[0] == '+') return false;
+  if (text.size() > 1 && text[0] == '0') return false;
+  if (text.size() > 1 && text[0] == '-' && text[1] == '0') return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+bool EqualsLower(std::string_view text, std::string_view lower_literal) {
+  if (text.size() != lower_literal.size()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower_literal[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace rl::server

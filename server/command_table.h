@@ -1,0 +1,128 @@
+// The command table: one row per command (name, arity, flags, handler, docs). The dispatcher
+// checks arity and authentication once from the row; COMMAND, COMMAND INFO and COMMAND DOCS
+// are generated from the same rows, so what redis-cli shows is what the server does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "resp/writer.h"
+
+namespace rl::server {
+
+struct ServerState;
+class WorkerStats;
+
+// Per-connection state that commands read and change.
+struct ClientSession {
+  uint64_t id = 0;
+  int protocol = 2;            // 2 or 3 (HELLO)
+  bool authenticated = false;  // true when no password is configured
+  bool close_after_reply = false;  // QUIT
+  std::string name;            // CLIENT SETNAME
+  std::string lib_name;        // CLIENT SETINFO LIB-NAME
+  std::string lib_ver;         // CLIENT SETINFO LIB-VER
+  std::string addr;            // peer ip:port
+  std::string laddr;           // local ip:port
+  int64_t created_ms = 0;      // steady clock
+  int64_t last_active_ms = 0;  // steady clock; for the idle timeout
+};
+
+// Everything a handler may touch for one command. `args[0]` is the command name as sent.
+struct CommandContext {
+  absl::Span<const std::string_view> args;
+  resp::Writer& w;
+  ClientSession& session;
+  ServerState& state;
+  WorkerStats& stats;
+};
+
+using Handler = void (*)(CommandContext& ctx);
+
+enum CommandFlag : uint32_t {
+  kCmdNoAuth = 1u << 0,    // may run before AUTH
+  kCmdFast = 1u << 1,
+  kCmdWrite = 1u << 2,
+  kCmdReadonly = 1u << 3,
+  kCmdAdmin = 1u << 4,
+  kCmdLoading = 1u << 5,
+  kCmdStale = 1u << 6,
+};
+
+enum ArgFlag : uint8_t {
+  kArgOptional = 1u << 0,
+  kArgMultiple = 1u << 1,
+};
+
+// One argument in COMMAND DOCS, in Redis's shape: a type of key, string, integer, pure-token
+// (a bare keyword), oneof or block (with nested arguments).
+struct ArgDoc {
+  std::string name;
+  std::string type;
+  std::string token;  // empty = none
+  uint8_t flags = 0;
+  std::vector<ArgDoc> arguments;
+};
+
+struct CommandSpec {
+  std::string name;   // lower case; subcommands are "parent|sub"
+  int arity = 0;      // counts the name; negative = at least -arity
+  uint32_t flags = 0;
+  Handler handler = nullptr;
+  int first_key = 0;  // 1 for commands whose first argument is a key
+  std::string group;  // COMMAND DOCS group, e.g. "connection", "server", "rl"
+  std::string summary;
+  std::string since;
+  std::string complexity;
+  std::vector<ArgDoc> arguments;
+  std::vector<CommandSpec> subcommands;  // dispatched by the second argument
+};
+
+class CommandTable {
+ public:
+  // Rows registered by each command family.
+  CommandTable();
+
+  // Lookup by name, case-insensitively; null when unknown. No allocation.
+  const CommandSpec* Find(std::string_view name) const;
+  // A subcommand of `parent` by its second argument; null when unknown.
+  static const CommandSpec* FindSub(const CommandSpec& parent, std::string_view name);
+
+  const std::vector<CommandSpec>& rows() const { return rows_; }
+
+  // COMMAND / COMMAND INFO entry of one row (Redis 7's ten-element shape).
+  static void WriteInfo(resp::Writer& w, const CommandSpec& spec);
+  // The docs map of one row (summary, since, group, complexity, arguments, subcommands).
+  static void WriteDocs(resp::Writer& w, const CommandSpec& spec);
+
+ private:
+  std::vector<CommandSpec> rows_;
+  absl::flat_hash_map<std::string, const CommandSpec*> by_name_;
+};
+
+// Registration of the command families (each in its own .cc).
+void AddAdminCommands(std::vector<CommandSpec>* rows);
+void AddRlCommands(std::vector<CommandSpec>* rows);
+
+// Lower-cases `name` into `buf` (of `cap` bytes); returns the view, or empty when too long.
+std::string_view LowerInto(std::string_view name, char* buf, size_t cap);
+
+// Reply helpers with Redis's exact error texts.
+void WriteWrongArity(resp::Writer& w, std::string_view full_name);
+void WriteUnknownCommand(resp::Writer& w, absl::Span<const std::string_view> args);
+void WriteUnknownSubcommand(resp::Writer& w, std::string_view sub, std::string_view parent);
+void WriteSyntaxError(resp::Writer& w);
+
+// Strict decimal int64 (no spaces, no '+', no overflow), as Redis's string2ll.
+bool ParseInt64(std::string_view text, int64_t* out);
+// absl::string_view is not std::string_view in Debian's abseil: convert at the boundary.
+inline std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+// Case-insensitive equality with a lower-case literal.
+bool EqualsLower(std::string_view text, std::string_view lower_literal);
+
+}  // namespace rl::server

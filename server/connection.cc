@@ -1,0 +1,233 @@
+// Connection I/O and dispatch; see connection.h.
+#include "connection.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include <boost/asio/write.hpp>
+
+#include "server.h"
+#include "server_state.h"
+
+namespace rl::server {
+namespace asio = boost::asio;
+namespace {
+
+constexpr size_t kInitialReadBuffer = 16 * 1024;
+constexpr size_t kKeepBufferCapacity = 1 << 20;  // larger buffers are released once drained
+
+std::string EndpointString(const asio::ip::tcp::endpoint& ep) {
+  std::string s = ep.address().to_string();
+  if (ep.address().is_v6()) s = "[" + s + "]";
+  return s + ":" + std::to_string(ep.port());
+}
+
+// An HTTP request sent to the Redis port: Redis closes such connections without replying
+// (cross-protocol scripting), and so do we.
+bool LooksLikeHttp(absl::Span<const std::string_view> args) {
+  if (EqualsLower(args[0], "post") || EqualsLower(args[0], "host:")) return true;
+  return args.size() >= 2 && EqualsLower(args[0], "get") && !args[1].empty() && args[1][0] == '/';
+}
+
+}  // namespace
+
+Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
+    : worker_(worker), socket_(std::move(socket)), writer_(&out_) {
+  ServerState& state = worker_->state();
+  session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
+  session_.authenticated = state.config.requirepass.empty();
+  session_.created_ms = session_.last_active_ms = SteadyNowMs();
+  boost::system::error_code ec;
+  auto remote = socket_.remote_endpoint(ec);
+  if (!ec) session_.addr = EndpointString(remote);
+  auto local = socket_.local_endpoint(ec);
+  if (!ec) session_.laddr = EndpointString(local);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  in_.resize(kInitialReadBuffer);
+  args_.reserve(16);
+  UpdateParserLimits();
+  worker_->Register(this);
+  state.global.total_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+Connection::~Connection() {
+  worker_->state().global.connected_clients.fetch_sub(1, std::memory_order_relaxed);
+  worker_->Unregister(this);
+}
+
+void Connection::Start() { DoRead(); }
+
+void Connection::UpdateParserLimits() {
+  // Smaller limits until the client proves it knows the password (as Redis does).
+  parser_.set_limits(session_.authenticated ? resp::ParserLimits{}
+                                            : resp::ParserLimits::Unauthenticated());
+}
+
+void Connection::DoRead() {
+  if (read_closed_ || closed_) return;
+  if (in_end_ == in_.size()) {
+    // Full: move the unparsed tail to the front, or grow when it fills the whole buffer.
+    if (in_start_ > 0) {
+      std::memmove(in_.data(), in_.data() + in_start_, in_end_ - in_start_);
+      in_end_ -= in_start_;
+      in_start_ = 0;
+    } else if (in_.size() >= worker_->state().config.client_query_limit) {
+      CloseNow();
+      return;
+    } else {
+      in_.resize(std::min(in_.size() * 2, worker_->state().config.client_query_limit));
+    }
+  }
+  socket_.async_read_some(
+      asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+        self->OnRead(ec, n);
+      });
+}
+
+void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
+  if (closed_) return;
+  if (ec) {
+    // EOF or error: replies already computed still go out, then the socket closes.
+    read_closed_ = true;
+    if (!write_in_flight_ && out_.empty()) CloseNow();
+    return;
+  }
+  session_.last_active_ms = SteadyNowMs();
+  in_end_ += n;
+  if (!ProcessInput()) return;
+  MaybeWrite();
+  if (closed_) return;
+  if (read_closed_) {
+    if (!write_in_flight_) CloseNow();
+    return;
+  }
+  if (in_start_ == in_end_) {
+    in_start_ = in_end_ = 0;
+    if (in_.size() > kKeepBufferCapacity) {
+      in_.resize(kInitialReadBuffer);
+      in_.shrink_to_fit();
+    }
+  }
+  DoRead();
+}
+
+bool Connection::ProcessInput() {
+  ServerState& state = worker_->state();
+  while (in_start_ < in_end_ && !read_closed_) {
+    size_t consumed = 0;
+    std::string_view buf(in_.data() + in_start_, in_end_ - in_start_);
+    resp::ParseStatus status = parser_.Parse(buf, &consumed, &args_);
+    if (status == resp::ParseStatus::kIncomplete) break;
+    if (status == resp::ParseStatus::kError) {
+      // Reply the error, then close this connection only.
+      std::string msg = "ERR " + parser_.error();
+      writer_.Error(msg);
+      state.global.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      read_closed_ = true;
+      break;
+    }
+    if (!args_.empty()) Execute(absl::MakeConstSpan(args_));
+    in_start_ += consumed;
+    if (closed_) return false;
+    if (PendingOutput() > state.config.client_output_limit) {
+      state.global.output_limit_disconnects.fetch_add(1, std::memory_order_relaxed);
+      CloseNow();
+      return false;
+    }
+  }
+  return !closed_;
+}
+
+void Connection::Execute(absl::Span<const std::string_view> args) {
+  ServerState& state = worker_->state();
+  WorkerStats& stats = worker_->stats();
+  stats.RecordCommand();
+  if (LooksLikeHttp(args)) {
+    out_.clear();
+    CloseNow();
+    return;
+  }
+  const CommandSpec* spec = state.commands.Find(args[0]);
+  if (spec == nullptr) {
+    WriteUnknownCommand(writer_, args);
+    return;
+  }
+  if (!session_.authenticated && !(spec->flags & kCmdNoAuth)) {
+    writer_.Error("NOAUTH Authentication required.");
+    return;
+  }
+  int n = static_cast<int>(args.size());
+  if ((spec->arity > 0 && n != spec->arity) || (spec->arity < 0 && n < -spec->arity)) {
+    WriteWrongArity(writer_, spec->name);
+    return;
+  }
+  if (!spec->subcommands.empty() && spec->handler == nullptr) {
+    const CommandSpec* sub = CommandTable::FindSub(*spec, args[1]);
+    if (sub == nullptr) {
+      WriteUnknownSubcommand(writer_, args[1], spec->name);
+      return;
+    }
+    if ((sub->arity > 0 && n != sub->arity) || (sub->arity < 0 && n < -sub->arity)) {
+      WriteWrongArity(writer_, sub->name);
+      return;
+    }
+    spec = sub;
+  }
+  bool was_authenticated = session_.authenticated;
+  CommandContext ctx{args, writer_, session_, state, stats};
+  spec->handler(ctx);
+  if (session_.authenticated != was_authenticated) UpdateParserLimits();
+  if (session_.close_after_reply) read_closed_ = true;
+}
+
+void Connection::MaybeWrite() {
+  if (write_in_flight_ || out_.empty() || closed_) return;
+  std::swap(out_, writing_);
+  out_.clear();
+  write_in_flight_ = true;
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                      self->OnWrite(ec, n);
+                    });
+}
+
+void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {
+  write_in_flight_ = false;
+  writing_.clear();
+  if (writing_.capacity() > kKeepBufferCapacity) std::string().swap(writing_);
+  if (closed_) return;
+  if (ec) {
+    CloseNow();
+    return;
+  }
+  if (!out_.empty()) {
+    MaybeWrite();
+  } else if (read_closed_) {
+    CloseNow();
+  }
+}
+
+void Connection::Shutdown() {
+  if (closed_) return;
+  read_closed_ = true;
+  boost::system::error_code ec;
+  // Wakes the pending read with EOF; the write in flight (if any) still completes.
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_receive, ec);
+  if (!write_in_flight_) {
+    MaybeWrite();
+    if (!write_in_flight_) CloseNow();
+  }
+}
+
+void Connection::CloseNow() {
+  if (closed_) return;
+  closed_ = true;
+  read_closed_ = true;
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+}
+
+}  // namespace rl::server

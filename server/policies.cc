@@ -1,0 +1,51 @@
+// Reload rules for named policies; see policies.h.
+#include "policies.h"
+
+#include <fmt/core.h>
+
+#include "command_table.h"
+
+namespace rl::server {
+
+absl::Status PolicyStore::LoadFromConfig(
+    const std::vector<std::pair<std::string, std::string>>& specs) {
+  std::vector<rl::Policy> next;
+  absl::flat_hash_set<std::string> file_names;
+  for (const auto& [name, spec] : specs) {
+    auto policy = rl::ParsePolicy(name, spec);
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("policy '{}': {}", name, ToStd(policy.status().message())));
+    }
+    file_names.insert(name);
+    next.push_back(std::move(*policy));
+  }
+  absl::MutexLock lock(&mu_);
+  for (auto it = runtime_names_.begin(); it != runtime_names_.end();) {
+    auto current = it;
+    ++it;
+    if (file_names.contains(*current)) {
+      runtime_names_.erase(current);  // the file wins for names it defines
+      continue;
+    }
+    if (auto policy = registry_.Get(*current)) next.push_back(*policy);
+  }
+  registry_.ReplaceAll(std::move(next));
+  return absl::OkStatus();
+}
+
+absl::Status PolicyStore::SetRuntime(rl::Policy policy) {
+  absl::MutexLock lock(&mu_);
+  std::string name = policy.name;
+  absl::Status st = registry_.Set(std::move(policy));
+  if (st.ok()) runtime_names_.insert(std::move(name));
+  return st;
+}
+
+bool PolicyStore::Delete(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  runtime_names_.erase(absl::string_view(name.data(), name.size()));
+  return registry_.Delete(name);
+}
+
+}  // namespace rl::server

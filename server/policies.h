@@ -1,0 +1,44 @@
+// Named policies as the server sees them: the config file's [policies] plus those defined at
+// runtime with RL.POLICY SET. On SIGHUP the file is authoritative for the names it defines
+// (its version replaces a runtime SET of the same name, and a file policy deleted at runtime
+// comes back); policies created at runtime under names the file does not use survive reloads.
+// Limiter state is never touched: a policy's state lives under its name, so an unchanged policy
+// keeps counting across a reload.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "rl/limit.h"
+#include "rl/policy_registry.h"
+
+namespace rl::server {
+
+class PolicyStore {
+ public:
+  // Parses every (name, spec) and replaces the file-defined set, keeping runtime-only policies.
+  // All or nothing: on any error nothing changes and the error names the bad policy.
+  absl::Status LoadFromConfig(const std::vector<std::pair<std::string, std::string>>& specs);
+  // RL.POLICY SET / DEL.
+  absl::Status SetRuntime(rl::Policy policy);
+  bool Delete(std::string_view name);
+
+  std::shared_ptr<const rl::Policy> Get(std::string_view name) const {
+    return registry_.Get(name);
+  }
+  std::vector<std::shared_ptr<const rl::Policy>> List() const { return registry_.List(); }
+  size_t size() const { return registry_.size(); }
+
+ private:
+  rl::PolicyRegistry registry_;
+  // Serializes SET/DEL against reloads so a reload never loses a concurrent SET.
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> runtime_names_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace rl::server

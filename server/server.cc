@@ -1,0 +1,267 @@
+// Acceptor, I/O threads, signals and shutdown; see server.h.
+#include "server.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <random>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/core.h>
+
+#include "connection.h"
+
+namespace rl::server {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+int64_t SteadyNowMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+void Log(const ServerConfig& config, std::string_view message) {
+  if (config.quiet) return;
+  fmt::print(stderr, "rl-server: {}\n", message);
+  std::fflush(stderr);
+}
+
+std::string RandomRunId() {
+  std::random_device rd;
+  std::string id;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 40; ++i) id.push_back(kHex[rd() % 16]);
+  return id;
+}
+
+}  // namespace
+
+bool PasswordMatches(std::string_view guess, std::string_view secret) {
+  // Touch every byte of the guess whatever the secret, so timing reveals no prefix match.
+  volatile unsigned char diff = guess.size() == secret.size() ? 0 : 1;
+  for (size_t i = 0; i < guess.size(); ++i) {
+    unsigned char s = secret.empty() ? 0 : static_cast<unsigned char>(secret[i % secret.size()]);
+    diff = diff | (static_cast<unsigned char>(guess[i]) ^ s);
+  }
+  return diff == 0 && !secret.empty();
+}
+
+// ---- Worker ----
+
+Worker::Worker(ServerState* state, WorkerStats* stats)
+    : state_(state), stats_(stats), guard_(ctx_.get_executor()), sweep_timer_(ctx_) {}
+
+void Worker::Adopt(tcp::socket socket) {
+  if (shutting_down_) {
+    state_->global.connected_clients.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  auto conn = std::make_shared<Connection>(this, std::move(socket));
+  conn->Start();
+}
+
+void Worker::Register(Connection* conn) {
+  connections_.push_back(conn);
+  conn->registry_pos = std::prev(connections_.end());
+}
+
+void Worker::Unregister(Connection* conn) { connections_.erase(conn->registry_pos); }
+
+void Worker::Run() {
+  if (state_->config.timeout_s > 0) ScheduleSweep();
+  ctx_.run();
+}
+
+void Worker::ScheduleSweep() {
+  sweep_timer_.expires_after(std::chrono::seconds(1));
+  sweep_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || shutting_down_) return;
+    Sweep();
+    ScheduleSweep();
+  });
+}
+
+void Worker::Sweep() {
+  int64_t limit_ms = state_->config.timeout_s * 1000;
+  int64_t now = SteadyNowMs();
+  // Closing only marks the socket; connections unregister later, from their handlers.
+  for (Connection* conn : connections_) {
+    if (now - conn->session().last_active_ms > limit_ms) {
+      state_->global.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
+      conn->CloseNow();
+    }
+  }
+}
+
+void Worker::BeginShutdown() {
+  shutting_down_ = true;
+  sweep_timer_.cancel();
+  // Shutdown may not destroy a connection synchronously, but copy anyway: cheap and safe.
+  std::vector<Connection*> conns(connections_.begin(), connections_.end());
+  for (Connection* conn : conns) conn->Shutdown();
+  guard_.reset();
+}
+
+// ---- Server ----
+
+Server::Server(ServerConfig config) { state_.config = std::move(config); }
+
+Server::~Server() = default;
+
+absl::Status Server::Start() {
+  const ServerConfig& c = state_.config;
+  rl::LimiterOptions options;
+  options.max_keys = c.max_keys;
+  options.max_memory_bytes = c.max_memory;
+  state_.limiter = std::make_unique<rl::Limiter>(options);
+  absl::Status st = state_.policies.LoadFromConfig(c.policies);
+  if (!st.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c.config_file,
+                                                              ToStd(st.message())));
+  state_.start_steady_ms = SteadyNowMs();
+  state_.run_id = RandomRunId();
+  for (int i = 0; i < c.threads; ++i) {
+    state_.worker_stats.push_back(std::make_unique<WorkerStats>());
+    workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get()));
+  }
+  asio::io_context& main_ctx = workers_[0]->context();
+  boost::system::error_code ec;
+  asio::ip::address address;
+  if (c.bind == "localhost") {
+    address = asio::ip::address_v4::loopback();
+  } else {
+    address = asio::ip::make_address(c.bind, ec);
+    if (ec) return absl::InvalidArgumentError(fmt::format("invalid --bind '{}'", c.bind));
+  }
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(c.port));
+  acceptor_ = std::make_unique<tcp::acceptor>(main_ctx);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        fmt::format("cannot listen on {}:{}: {}", c.bind, c.port, ec.message()));
+  }
+  state_.port = acceptor_->local_endpoint().port();
+  signals_ = std::make_unique<asio::signal_set>(main_ctx, SIGTERM, SIGINT, SIGHUP);
+  return absl::OkStatus();
+}
+
+void Server::Accept() {
+  Worker& target = *workers_[next_worker_];
+  next_worker_ = (next_worker_ + 1) % workers_.size();
+  acceptor_->async_accept(target.context(), [this, &target](const boost::system::error_code& ec,
+                                                            tcp::socket socket) {
+    if (stopping_) return;
+    if (!ec) {
+      auto& global = state_.global;
+      if (global.connected_clients.load(std::memory_order_relaxed) >= state_.config.maxclients) {
+        // As Redis: tell the client why, then close. A fresh socket accepts this small write.
+        global.rejected_connections.fetch_add(1, std::memory_order_relaxed);
+        static constexpr std::string_view kFull = "-ERR max number of clients reached\r\n";
+        boost::system::error_code wec;
+        asio::write(socket, asio::buffer(kFull), wec);
+        socket.close(wec);
+      } else {
+        // Count now so a burst of accepts cannot overshoot maxclients before the worker runs;
+        // the connection gives the slot back when it is destroyed.
+        global.connected_clients.fetch_add(1, std::memory_order_relaxed);
+        asio::post(target.context(), [&target, s = std::move(socket)]() mutable {
+          target.Adopt(std::move(s));
+        });
+      }
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    }
+    Accept();
+  });
+}
+
+void Server::WaitSignal() {
+  signals_->async_wait([this](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    if (signo == SIGHUP) {
+      Reload();
+      WaitSignal();
+      return;
+    }
+    Log(state_.config, fmt::format("signal {}: shutting down", signo));
+    Shutdown();
+  });
+}
+
+void Server::Reload() {
+  const ServerConfig& c = state_.config;
+  if (c.config_file.empty()) {
+    Log(c, "SIGHUP: no --config file; nothing to reload");
+    return;
+  }
+  auto specs = LoadPolicies(c.config_file);
+  absl::Status st = specs.ok() ? state_.policies.LoadFromConfig(*specs) : specs.status();
+  if (!st.ok()) {
+    Log(c, fmt::format("SIGHUP: reload failed, keeping the current policies: {}",
+                       ToStd(st.message())));
+    return;
+  }
+  Log(c, fmt::format("SIGHUP: reloaded {} policies from {}", specs->size(), c.config_file));
+}
+
+void Server::Shutdown() {
+  if (stopping_) return;
+  stopping_ = true;
+  boost::system::error_code ec;
+  acceptor_->close(ec);
+  signals_->cancel(ec);
+  for (auto& worker : workers_) {
+    Worker* w = worker.get();
+    asio::post(w->context(), [w] { w->BeginShutdown(); });
+  }
+}
+
+int Server::Run() {
+  Accept();
+  WaitSignal();
+  Log(state_.config, fmt::format("{} I/O threads, {} policies", workers_.size(),
+                                 state_.policies.size()));
+  // The readiness line tests and scripts wait for (and learn the port from, with --port 0).
+  fmt::print("rl-server ready: listening on {}:{}\n", state_.config.bind, state_.port);
+  std::fflush(stdout);
+
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < workers_.size(); ++i) {
+    threads.emplace_back([w = workers_[i].get()] { w->Run(); });
+  }
+  // A watchdog so a client that never drains its replies cannot hold shutdown forever.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mu);
+    int64_t stop_seen_ms = 0;
+    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) {
+      if (!stopping_.load()) continue;
+      if (stop_seen_ms == 0) stop_seen_ms = SteadyNowMs();
+      if (SteadyNowMs() - stop_seen_ms > 5000) {
+        for (auto& w : workers_) w->context().stop();
+        return;
+      }
+    }
+  });
+  workers_[0]->Run();
+  for (auto& t : threads) t.join();
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  Log(state_.config, "bye");
+  return 0;
+}
+
+}  // namespace rl::server

@@ -1,0 +1,35 @@
+// What every connection shares: settings, the engine, the policies, the command table and the
+// counters. Created once by Server and outlives every connection.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command_table.h"
+#include "config.h"
+#include "policies.h"
+#include "rl/limiter.h"
+#include "stats.h"
+
+namespace rl::server {
+
+struct ServerState {
+  ServerConfig config;
+  std::unique_ptr<rl::Limiter> limiter;
+  PolicyStore policies;
+  CommandTable commands;
+  GlobalStats global;
+  std::vector<std::unique_ptr<WorkerStats>> worker_stats;  // one per I/O thread
+  std::atomic<uint64_t> next_client_id{1};
+  int port = 0;                // the port actually bound
+  int64_t start_steady_ms = 0;
+  std::string run_id;          // 40 hex chars, as Redis
+};
+
+// Constant-time comparison of a password guess (time depends only on the guess's length).
+bool PasswordMatches(std::string_view guess, std::string_view secret);
+
+}  // namespace rl::server
