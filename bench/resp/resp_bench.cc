@@ -17,9 +17,9 @@ std::string MultibulkRlCheck(int i) {
   std::string out;
   resp::Writer w(&out);  // an array of bulks is exactly a multibulk request
   w.ArrayHeader(6);
-  for (std::string_view arg : {std::string_view("RL.CHECK"), std::string_view(key),
-                               std::string_view("TOKEN_BUCKET"), std::string_view("100"),
-                               std::string_view("60s"), std::string_view("HEADERS")}) {
+  for (std::string_view arg :
+       {std::string_view("RL.CHECK"), std::string_view(key), std::string_view("TOKEN_BUCKET"),
+        std::string_view("100"), std::string_view("60s"), std::string_view("HEADERS")}) {
     w.Bulk(arg);
   }
   return out;
@@ -47,9 +47,9 @@ void ParseBatch(benchmark::State& state, std::string (*make)(int)) {
     if (!rest.empty()) state.SkipWithError("batch did not parse");
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * input.size());
-  state.counters["per_cmd"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * batch,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_cmd"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * batch,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_ParsePipelinedRlCheckMultibulk(benchmark::State& state) {
@@ -57,9 +57,7 @@ void BM_ParsePipelinedRlCheckMultibulk(benchmark::State& state) {
 }
 BENCHMARK(BM_ParsePipelinedRlCheckMultibulk)->Arg(1)->Arg(16)->Arg(128);
 
-void BM_ParsePipelinedRlCheckInline(benchmark::State& state) {
-  ParseBatch(state, InlineRlCheck);
-}
+void BM_ParsePipelinedRlCheckInline(benchmark::State& state) { ParseBatch(state, InlineRlCheck); }
 BENCHMARK(BM_ParsePipelinedRlCheckInline)->Arg(1)->Arg(16)->Arg(128);
 
 // The batch arrives in 64-byte reads: measures the cost of resuming half-parsed commands.
@@ -85,9 +83,9 @@ void BM_ParseRlCheckIn64ByteReads(benchmark::State& state) {
     }
     if (commands != 128) state.SkipWithError("batch did not parse");
   }
-  state.counters["per_cmd"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * 128,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_cmd"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 128,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ParseRlCheckIn64ByteReads);
 

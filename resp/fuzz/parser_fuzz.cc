@@ -20,12 +20,12 @@ namespace {
 
 using Command = std::vector<std::string>;
 
-#define FUZZ_CHECK(cond)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                           \
-    }                                                                         \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 struct Outcome {

@@ -193,12 +193,23 @@ bool Parser::SplitInline(std::string_view line) {
         } else if (c == '\\' && i + 1 < n) {
           char e = line[i + 1];
           switch (e) {
-            case 'n': e = '\n'; break;
-            case 'r': e = '\r'; break;
-            case 't': e = '\t'; break;
-            case 'b': e = '\b'; break;
-            case 'a': e = '\a'; break;
-            default: break;  // \\ \" and any other char stand for themselves
+            case 'n':
+              e = '\n';
+              break;
+            case 'r':
+              e = '\r';
+              break;
+            case 't':
+              e = '\t';
+              break;
+            case 'b':
+              e = '\b';
+              break;
+            case 'a':
+              e = '\a';
+              break;
+            default:
+              break;  // \\ \" and any other char stand for themselves
           }
           out.push_back(e);
           i += 2;
@@ -290,8 +301,7 @@ ParseStatus Parser::ParseMultibulk(std::string_view buf, size_t* consumed,
         return Fail(message);
       }
       int64_t len = 0;
-      if (!ParseInt(buf.substr(pos_ + 1, cr - pos_ - 1), &len) || len < 0 ||
-          buf[cr + 1] != '\n') {
+      if (!ParseInt(buf.substr(pos_ + 1, cr - pos_ - 1), &len) || len < 0 || buf[cr + 1] != '\n') {
         return Fail(kInvalidBulk);
       }
       if (static_cast<uint64_t>(len) > limits_.max_bulk) {

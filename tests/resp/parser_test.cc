@@ -154,8 +154,7 @@ TEST(ParserInline, EmptyLinesAreEmptyCommands) {
 
 TEST(ParserInline, DoubleQuotesAndEscapes) {
   EXPECT_EQ(ParseOne("SET \"a b\" \"\"\r\n"), (Command{"SET", "a b", ""}));
-  EXPECT_EQ(ParseOne("ECHO \"\\n\\r\\t\\b\\a\\\\\\\"\"\r\n"),
-            (Command{"ECHO", "\n\r\t\b\a\\\""}));
+  EXPECT_EQ(ParseOne("ECHO \"\\n\\r\\t\\b\\a\\\\\\\"\"\r\n"), (Command{"ECHO", "\n\r\t\b\a\\\""}));
   EXPECT_EQ(ParseOne("ECHO \"\\x41\\x6a\\x6A\\x00z\"\r\n"),
             (Command{"ECHO", std::string("Ajj\0z", 5)}));
   // Not a valid \xHH: the backslash escapes the 'x'.
@@ -189,8 +188,8 @@ TEST(ParserInline, UnbalancedQuotes) {
   EXPECT_EQ(ErrorOf("SET 'abc\r\n"), kUnbalanced);
   EXPECT_EQ(ErrorOf("SET \"abc\"def\r\n"), kUnbalanced);  // closing quote must end the arg
   EXPECT_EQ(ErrorOf("SET 'abc'def\r\n"), kUnbalanced);
-  EXPECT_EQ(ErrorOf("SET \"abc\\\"\r\n"), kUnbalanced);   // escaped quote does not close
-  EXPECT_EQ(ErrorOf("SET \"abc\\\r\n"), kUnbalanced);     // backslash at the end
+  EXPECT_EQ(ErrorOf("SET \"abc\\\"\r\n"), kUnbalanced);  // escaped quote does not close
+  EXPECT_EQ(ErrorOf("SET \"abc\\\r\n"), kUnbalanced);    // backslash at the end
 }
 
 TEST(ParserInline, TooBigInlineRequest) {
@@ -209,9 +208,9 @@ TEST(ParserInline, TooBigInlineRequest) {
 
 TEST(ParserErrors, InvalidMultibulkLength) {
   const std::string kInvalid = "Protocol error: invalid multibulk length";
-  for (const char* input : {"*abc\r\n", "*\r\n", "*+1\r\n", "* 1\r\n", "*1 \r\n", "*01\r\n",
-                            "*-0\r\n", "*-\r\n", "*3000000000\r\n", "*2147483648\r\n",
-                            "*99999999999999999999\r\n", "*1\rX", "*1\n$1\r\n"}) {
+  for (const char* input :
+       {"*abc\r\n", "*\r\n", "*+1\r\n", "* 1\r\n", "*1 \r\n", "*01\r\n", "*-0\r\n", "*-\r\n",
+        "*3000000000\r\n", "*2147483648\r\n", "*99999999999999999999\r\n", "*1\rX", "*1\n$1\r\n"}) {
     EXPECT_EQ(ErrorOf(input), kInvalid) << input;
   }
   // 2^31-1 is a valid count; the default max_args then refuses it.

@@ -54,8 +54,8 @@ std::vector<Case> Cases() {
       {"PING\r\nSET \"abc\r\nPING\r\n", def},
       {"SET 'a'b\r\n", def},
       // Limits, with tiny ones so a short input reaches them.
-      {"PING\r\nabcdefgh\r\n", tiny},       // 9 bytes with the CR: too big
-      {"PING\r\nabcdefg\r\n", tiny},        // 8: fits
+      {"PING\r\nabcdefgh\r\n", tiny},  // 9 bytes with the CR: too big
+      {"PING\r\nabcdefg\r\n", tiny},   // 8: fits
       {"abcdefghij", tiny},
       {"*123456789\r\n", tiny},
       {"*4\r\n", tiny},

@@ -12,9 +12,9 @@
 namespace resp {
 
 struct ParserLimits {
-  size_t max_inline = 64 * 1024;            // bytes in an inline command or a header line
-  size_t max_args = 1024 * 1024;            // arguments in one multibulk
-  size_t max_bulk = 512 * 1024 * 1024;      // bytes in one bulk argument
+  size_t max_inline = 64 * 1024;        // bytes in an inline command or a header line
+  size_t max_args = 1024 * 1024;        // arguments in one multibulk
+  size_t max_bulk = 512 * 1024 * 1024;  // bytes in one bulk argument
   // Set by Unauthenticated(): a multibulk over max_args or a bulk over max_bulk is reported with
   // Redis's "unauthenticated multibulk length" / "unauthenticated bulk length" wording.
   bool unauthenticated = false;
@@ -80,8 +80,8 @@ class Parser {
   size_t pos_ = 0;              // bytes of the pending command already validated
   size_t scanned_ = 0;          // bytes after pos_ already searched for a line end
   std::vector<std::pair<size_t, size_t>> spans_;  // (offset, length) of args parsed so far
-  bool spans_in_storage_ = false;                  // spans_ index inline_storage_, not buf
-  std::string inline_storage_;                     // unescaped inline args (quotes)
+  bool spans_in_storage_ = false;                 // spans_ index inline_storage_, not buf
+  std::string inline_storage_;                    // unescaped inline args (quotes)
 };
 
 }  // namespace resp

@@ -25,11 +25,11 @@ class Writer {
   void Bulk(std::string_view s);
   void Null();
   void ArrayHeader(size_t n);
-  void MapHeader(size_t n);   // n key/value pairs; RESP2: array of 2n
+  void MapHeader(size_t n);  // n key/value pairs; RESP2: array of 2n
   void SetHeader(size_t n);
   void PushHeader(size_t n);
-  void NullArray();           // RESP2 *-1, RESP3 _
-  void Double(double v);      // shortest round-trip text; inf, -inf, nan as Redis spells them
+  void NullArray();       // RESP2 *-1, RESP3 _
+  void Double(double v);  // shortest round-trip text; inf, -inf, nan as Redis spells them
   void Boolean(bool v);
   void BigNumber(std::string_view digits);
   // format is 3 chars, e.g. "txt" (any other length is written as "txt"); RESP2: bulk of text.
