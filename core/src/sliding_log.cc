@@ -165,8 +165,8 @@ LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost)
   if (log->used + words > log->cap) {
     // Live runs never need more words than LIMIT runs (plus spill words), so growth stops
     // there and a full log costs 8 bytes per run plus the header.
-    const uint64_t needed =
-        static_cast<uint64_t>(limit.limit) + static_cast<uint64_t>(limit.limit) / kCountMask + 2;
+    const uint64_t l = static_cast<uint64_t>(limit.limit);
+    const uint64_t needed = l < kSpill ? l : l + l / kSpill + 2;  // spill words only if possible
     const uint64_t max_cap = std::min<uint64_t>(needed, kMaxItems);
     if (log->used + words > max_cap) {
       // At the bound (a lowered limit or kMaxItems): fold into the newest run, moved to now.
