@@ -15,6 +15,8 @@ constexpr int kUnitBits = 56;
 constexpr int64_t kUnitMask = (int64_t{1} << kUnitBits) - 1;
 
 int TokenShift(int64_t capacity, int64_t window_ms) {
+  // Common case without 128-bit multiplies: the bit lengths alone prove the product fits.
+  if ((64 - __builtin_clzll(capacity)) + (64 - __builtin_clzll(window_ms)) <= kUnitBits) return 0;
   int shift = 0;
   while (static_cast<int128>(capacity) * (window_ms >> shift) >= (int128{1} << kUnitBits)) ++shift;
   return shift;
@@ -52,10 +54,12 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
   const int64_t l = limit.limit;
   const int64_t w = limit.window_ms;
   const int shift = TokenShift(cap, w);
-  const int128 d = w >> shift;     // units per token
-  const int128 full = cap * d;     // < 2^56
-  const int128 per_ms_den = w;     // refill = elapsed * l * d / w units
-  const int128 per_ms_num = static_cast<int128>(l) * d;
+  const int128 d = w >> shift;  // units per token
+  const int128 full = cap * d;  // < 2^56
+  // Refill per ms = num / den units: exactly `l` with shift 0 (no division on the hot path).
+  const int128 num = shift == 0 ? int128{l} : int128{l} * d;
+  const int128 den = shift == 0 ? 1 : w;
+  auto per = [&](int128 x) { return den == 1 ? x : Div(x, den); };
 
   Step<State2> step;
   int128 units = full;
@@ -65,23 +69,26 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
     last = std::max(state->a, now_ms);
     units = state->b & kUnitMask;
     const int old_shift = std::min(62, static_cast<int>(state->b >> kUnitBits));
-    if (old_shift != shift) units = units * d / std::max<int128>(1, w >> old_shift);
+    if (old_shift != shift) units = Div(units * d, std::max<int128>(1, w >> old_shift));
     units = std::min(units, full);
-    const int128 elapsed = std::max<int64_t>(0, now_ms - state->a);
     if (units < full) {
-      const int128 to_full = CeilDiv((full - units) * per_ms_den, per_ms_num);
-      units = elapsed >= to_full ? full : units + elapsed * per_ms_num / per_ms_den;
+      // Clamping the idle time to 2^47 ms (4000 years) keeps elapsed * num within 128 bits.
+      const int128 elapsed = std::min<int64_t>(std::max<int64_t>(0, now_ms - state->a),
+                                               int64_t{1} << 47);
+      const int128 gained = elapsed * num;
+      units = gained >= (full - units) * den ? full : units + per(gained);
     }
   }
-  auto reset_after = [&](int128 u) -> int64_t {
-    return u >= full ? 0 : Clamp64(CeilDiv((full - u) * per_ms_den, per_ms_num));
+  // ms until `u` units have become `full` again, rounded up.
+  auto until_full = [&](int128 u) -> int64_t {
+    return u >= full ? 0 : Clamp64(CeilDiv((full - u) * den, num));
   };
 
   LimitResult& r = step.result;
   r.limit = cap;
   r.window_ms = w;
   if (cost > cap) {
-    r = Never(cap, w, static_cast<int64_t>(units / d), reset_after(units));
+    r = Never(cap, w, static_cast<int64_t>(Div(units, d)), until_full(units));
   } else if (units >= cost * d) {
     if (cost > 0) {
       units -= cost * d;
@@ -92,13 +99,13 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
     r.allowed = true;
   } else {
     r.allowed = false;
-    r.retry_after_ms = Clamp64(CeilDiv((cost * d - units) * per_ms_den, per_ms_num));
+    r.retry_after_ms = Clamp64(CeilDiv((cost * d - units) * den, num));
   }
   if (r.retry_after_ms != kRetryNever) {
-    r.remaining = static_cast<int64_t>(units / d);
-    r.reset_after_ms = reset_after(units);
+    r.remaining = static_cast<int64_t>(Div(units, d));
+    r.reset_after_ms = until_full(units);
   }
-  step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + reset_after(units));
+  step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + r.reset_after_ms);
   return step;
 }
 
@@ -124,7 +131,7 @@ Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, in
   r.limit = cap;
   r.window_ms = w;
   auto remaining = [&](int128 t) {
-    return Clamp64(std::max<int128>(0, (tolerance - (t - now_t)) / w));
+    return Clamp64(std::max<int128>(0, Div(std::max<int128>(0, tolerance - (t - now_t)), w)));
   };
   auto until = [&](int128 t) { return Clamp64(CeilDiv(t - now_t, l)); };
   int128 kept_tat = tat;
@@ -149,7 +156,8 @@ Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, in
       r.reset_after_ms = until(tat);
     }
   }
-  step.expiry_ms = Clamp64(CeilDiv(kept_tat, l));
+  // Fully replenished once TAT is reached; reset_after_ms measured exactly that from now.
+  step.expiry_ms = Clamp64(int128{now_ms} + r.reset_after_ms);
   return step;
 }
 
@@ -235,7 +243,7 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
   r.limit = l;
   r.window_ms = limit.window_ms;
   if (cost > l) {
-    r = Never(l, limit.window_ms, Clamp64((lw - used(cur)) / w), reset_after(cur));
+    r = Never(l, limit.window_ms, Clamp64(FloorDiv(lw - used(cur), w)), reset_after(cur));
   } else if (used(cur) + cost * w <= lw) {
     r.allowed = true;
     if (cost > 0) {
@@ -250,18 +258,18 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
     int128 wait = -1;
     const int128 x = (static_cast<int128>(l) - cur - cost) * w;
     if (x >= 0 && prev > 0) {
-      const int128 d = std::max<int128>(0, w - elapsed - x / prev);
+      const int128 d = std::max<int128>(0, w - elapsed - Div(x, prev));
       if (d < w - elapsed) wait = d;
     }
     if (wait < 0) {
       const int128 y = (static_cast<int128>(l) - cost) * w;
-      const int128 e = cur > 0 ? std::max<int128>(0, w - y / cur) : 0;
+      const int128 e = cur > 0 ? std::max<int128>(0, w - Div(y, cur)) : 0;
       wait = (w - elapsed) + e;
     }
     r.retry_after_ms = Clamp64(wait);
   }
   if (r.retry_after_ms != kRetryNever) {
-    r.remaining = Clamp64(std::max<int128>(0, (lw - used(cur)) / w));
+    r.remaining = Clamp64(std::max<int128>(0, FloorDiv(lw - used(cur), w)));
     r.reset_after_ms = reset_after(cur);
   }
   step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + reset_after(cur));

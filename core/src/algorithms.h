@@ -25,9 +25,30 @@ namespace rl::internal {
 
 using int128 = __int128;
 
-// Integer division rounding towards negative / positive infinity (b > 0).
-inline int128 FloorDiv(int128 a, int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-inline int128 CeilDiv(int128 a, int128 b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+// Integer division rounding towards negative / positive infinity (b > 0). Operands that fit in
+// 64 bits (the common case) take the much cheaper 64-bit division.
+inline bool Fits64(int128 v) { return v == static_cast<int64_t>(v); }
+inline int128 FloorDiv(int128 a, int128 b) {
+  if (Fits64(a) && Fits64(b)) {
+    const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+    const int64_t q = x / y;
+    return (x % y != 0 && x < 0) ? q - 1 : q;
+  }
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+inline int128 CeilDiv(int128 a, int128 b) {
+  if (Fits64(a) && Fits64(b)) {
+    const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+    const int64_t q = x / y;
+    return (x % y != 0 && x > 0) ? q + 1 : q;
+  }
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+// Truncating division of non-negative values, 64-bit when possible.
+inline int128 Div(int128 a, int128 b) {
+  if (Fits64(a) && Fits64(b)) return static_cast<int64_t>(a) / static_cast<int64_t>(b);
+  return a / b;
+}
 // Saturates a 128-bit value into int64 (results beyond it mean "practically never").
 inline int64_t Clamp64(int128 v) {
   if (v > INT64_MAX) return INT64_MAX;

@@ -42,7 +42,7 @@ class Limiter::Impl {
   // Evicts from a locked shard while it is over its bounds, keeping `keep`.
   void MakeRoom(internal::Shard& shard, int64_t now, const uint64_t* keep, size_t keep_count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
-  bool Over(const internal::Shard& shard) const ABSL_SHARED_LOCKS_REQUIRED(shard.mu);
+  bool Over(const internal::Shard& shard) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   Clock* clock_;
   internal::ExpiryCodec expiry_;

@@ -11,10 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "algorithms.h"
 
 namespace rl::internal {
@@ -80,7 +80,9 @@ class ExpiryCodec {
 };
 
 struct alignas(64) Shard {
-  mutable absl::Mutex mu;
+  // std::mutex rather than absl::Mutex: the distribution's abseil build runs deadlock detection
+  // on every Lock, which cost a third of a check.
+  mutable std::mutex mu;
   Table2 two ABSL_GUARDED_BY(mu);    // token bucket, GCRA, fixed window, leaky bucket
   Table3 three ABSL_GUARDED_BY(mu);  // sliding window counter
   Table2 logs ABSL_GUARDED_BY(mu);   // sliding log: a = LogBuf*, b unused
@@ -88,11 +90,11 @@ struct alignas(64) Shard {
   uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
   uint64_t expired ABSL_GUARDED_BY(mu) = 0;
 
-  size_t Size() const ABSL_SHARED_LOCKS_REQUIRED(mu) {
+  size_t Size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return two.size() + three.size() + logs.size();
   }
   // Bytes held: table slots (with control bytes) at their current capacity plus log buffers.
-  size_t MemoryBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu);
+  size_t MemoryBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Removes states whose coarse expiry is <= `expired_at`, at most `budget`; returns how many.
   size_t SweepExpired(uint32_t expired_at, size_t budget) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Evicts the states closest to expiry (about 1/64 of the shard, at least `at_least`), skipping
