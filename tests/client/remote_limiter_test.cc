@@ -103,9 +103,13 @@ TEST_F(RemoteLimiterTest, TwoInstancesShareOneCount) {
   absl::StatusOr<Decision> other = b->Check(policy, "tenant-2");
   ASSERT_TRUE(other.ok());
   EXPECT_TRUE(other->allowed);
-  absl::StatusOr<Decision> peek = a->Peek(policy, "tenant-2");
+  absl::StatusOr<Decision> peek = a->Peek(policy, "tenant-2");  // "what Check would answer"
   ASSERT_TRUE(peek.ok()) << peek.status();
-  EXPECT_EQ(peek->remaining, 4);
+  EXPECT_TRUE(peek->allowed);
+  EXPECT_EQ(peek->remaining, 3);
+  absl::StatusOr<Decision> second = a->Check(policy, "tenant-2");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->remaining, 3);  // the peek consumed nothing
   // Reset clears tenant-1 for both instances.
   absl::StatusOr<int64_t> removed = a->Reset(policy, "tenant-1");
   ASSERT_TRUE(removed.ok()) << removed.status();
@@ -230,6 +234,8 @@ TEST_F(RemoteLimiterTest, StalledServerTimesOutWithinTheBudgetThenRecovers) {
   }
   EXPECT_LE(slowest_ms, kTimeout.count() + 30);
   EXPECT_GE(limiter->Stats().timeouts, 1u);
+  std::printf("stalled rl-server, %lld ms timeout: slowest call %lld ms\n",
+              static_cast<long long>(kTimeout.count()), static_cast<long long>(slowest_ms));
   RecordProperty("stalled_server_slowest_call_ms", std::to_string(slowest_ms));
 
   server_.Signal(SIGCONT);
