@@ -182,7 +182,7 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
     // A window that has not ended (or a clock that went back) keeps counting.
     if (static_cast<int128>(now_ms) < static_cast<int128>(state->a) + w) {
       start = state->a;
-      count = state->b;
+      count = std::max<int64_t>(0, state->b);
     }
   }
   const int64_t end_in = Clamp64(static_cast<int128>(start) + w - now_ms);
@@ -218,17 +218,18 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
   int128 prev = 0;
   int128 cur = 0;
   if (state != nullptr) {
+    // Windows continue the stored window's grid (the same grid for states made here; a state
+    // restored from a snapshot may sit on another one).
     step.state = *state;
     const int128 s = state->a;
-    if (s == start) {
-      prev = state->b;
-      cur = state->c;
-    } else if (s + w == start) {
-      prev = state->c;
-    } else if (s > start) {  // clock went back: keep counting in the stored window
+    const int128 k = FloorDiv(int128{now_ms} - s, w);
+    if (k <= 0) {  // the stored window (or a clock that went back: keep counting in it)
       start = s;
-      prev = state->b;
-      cur = state->c;
+      prev = std::max<int64_t>(0, state->b);
+      cur = std::max<int64_t>(0, state->c);
+    } else {
+      start = s + k * w;
+      if (k == 1) prev = std::max<int64_t>(0, state->c);
     }
   }
   const int128 elapsed = std::max<int128>(0, now_ms - start);

@@ -467,6 +467,8 @@ size_t Limiter::Reset(std::string_view scope, std::string_view key,
   return impl_->Reset(scope, key, limits);
 }
 
+absl::Status Limiter::ExportState(std::string* out) const { return impl_->ExportState(out); }
+absl::Status Limiter::ImportState(std::string_view data) { return impl_->ImportState(data); }
 size_t Limiter::Sweep(size_t budget) { return impl_->Sweep(budget); }
 LimiterStats Limiter::Stats() const { return impl_->Stats(); }
 size_t Limiter::KeyCount() const { return impl_->KeyCount(); }

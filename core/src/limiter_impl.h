@@ -46,7 +46,7 @@ class Limiter::Impl {
 
   Clock* clock_;
   internal::ExpiryCodec expiry_;
-  uint64_t seed_;
+  uint64_t seed_;  // replaced by ImportState (before any state exists)
   size_t shard_mask_;
   size_t max_keys_per_shard_;
   size_t max_bytes_per_shard_;  // 0 = none

@@ -1,0 +1,219 @@
+// Limiter snapshots: every live state and the key-hash seed in a versioned, checksummed byte
+// string, with monotonic times turned into wall-clock times so a restarted process (whose
+// steady clock starts elsewhere) reads them correctly.
+//
+// Layout (little-endian, as the host writes it; snapshots are for the same build and machine
+// class): header {magic "RLSNAP\0\0", u32 version, u32 shard count, u64 seed, i64 wall ms at
+// export}, then records {u8 kind, u64 key, u32 shard, i64 expiry (wall ms), payload}, then
+// u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b}; three-word
+// {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)}. In every
+// two-word state `a` is a time (last update, TAT or window start) and `b` is not.
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "limiter_impl.h"
+#include "sliding_log.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace rl {
+
+using internal::Clamp64;
+using internal::int128;
+using internal::LogBuf;
+using internal::Shard;
+using internal::Slot2;
+using internal::Slot3;
+using internal::TableKind;
+
+namespace {
+
+constexpr char kMagic[8] = {'R', 'L', 'S', 'N', 'A', 'P', 0, 0};
+constexpr uint32_t kVersion = 1;
+
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+  template <typename T>
+  void Put(T v) {
+    out_->append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+
+ private:
+  std::string* out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (data_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  size_t left() const { return data_.size() - pos_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+// Saturating shift between the monotonic and wall-clock frames.
+int64_t Shift(int64_t t, int64_t delta) { return Clamp64(int128{t} + delta); }
+
+}  // namespace
+
+absl::Status Limiter::Impl::ExportState(std::string* out) const {
+  out->clear();
+  Writer w(out);
+  const int64_t mono_now = clock_->NowMs();
+  const int64_t wall_now = clock_->WallMs();
+  const int64_t to_wall = wall_now - mono_now;
+  out->append(kMagic, sizeof(kMagic));
+  w.Put<uint32_t>(kVersion);
+  w.Put<uint32_t>(static_cast<uint32_t>(shard_mask_ + 1));
+  w.Put<uint64_t>(seed_);
+  w.Put<int64_t>(wall_now);
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    Shard& sh = shards_[i];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
+      w.Put<uint8_t>(kind);
+      w.Put<uint64_t>(key);
+      w.Put<uint32_t>(static_cast<uint32_t>(i));
+      w.Put<int64_t>(Shift(expiry_.Decode(expiry), to_wall));
+    };
+    for (const Slot2& s : sh.two) {
+      head(0, s.key, s.expiry);
+      w.Put<int64_t>(Shift(s.a, to_wall));
+      w.Put<int64_t>(s.b);
+    }
+    for (const Slot3& s : sh.three) {
+      head(1, s.key, s.expiry);
+      w.Put<int64_t>(Shift(s.a, to_wall));
+      w.Put<int64_t>(s.b);
+      w.Put<int64_t>(s.c);
+    }
+    for (const Slot2& s : sh.logs) {
+      runs.clear();
+      internal::LogRuns(reinterpret_cast<const LogBuf*>(s.a), &runs);
+      head(2, s.key, s.expiry);
+      w.Put<uint32_t>(static_cast<uint32_t>(runs.size()));
+      for (const auto& [t, count] : runs) {
+        w.Put<int64_t>(Shift(t, to_wall));
+        w.Put<int64_t>(count);
+      }
+    }
+  }
+  w.Put<uint64_t>(XXH64(out->data(), out->size(), 0));
+  return absl::OkStatus();
+}
+
+absl::Status Limiter::Impl::ImportState(std::string_view data) {
+  if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError("not an rl snapshot");
+  }
+  uint64_t checksum;
+  std::memcpy(&checksum, data.data() + data.size() - 8, 8);
+  const std::string_view body = data.substr(0, data.size() - 8);
+  if (XXH64(body.data(), body.size(), 0) != checksum) {
+    return absl::DataLossError("snapshot checksum mismatch");
+  }
+  Reader r(body.substr(sizeof(kMagic)));
+  uint32_t version, shards;
+  uint64_t seed;
+  int64_t exported_wall;
+  if (!r.Get(&version) || !r.Get(&shards) || !r.Get(&seed) || !r.Get(&exported_wall)) {
+    return absl::DataLossError("snapshot header truncated");
+  }
+  if (version != kVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", version));
+  }
+  // A state's shard comes from hash bits the snapshot keeps only as the exporter's shard index,
+  // which determines our index when we have no more shards than the exporter.
+  if (shards == 0 || (shards & (shards - 1)) != 0 || shard_mask_ + 1 > shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot has ", shards, " shards; the limiter must have at most that many, has ",
+        shard_mask_ + 1));
+  }
+  if (KeyCount() != 0) return absl::FailedPreconditionError("limiter already holds state");
+
+  const int64_t mono_now = clock_->NowMs();
+  const int64_t to_mono = mono_now - clock_->WallMs();
+  // Decode fully before touching the store, so a malformed snapshot changes nothing.
+  struct Record {
+    uint8_t kind;
+    uint64_t key;
+    uint32_t shard;
+    int64_t expiry;
+    int64_t v[3];
+    std::vector<std::pair<int64_t, int64_t>> runs;
+  };
+  std::vector<Record> records;
+  while (r.left() > 0) {
+    Record rec{};
+    if (!r.Get(&rec.kind) || !r.Get(&rec.key) || !r.Get(&rec.shard) || !r.Get(&rec.expiry)) {
+      return absl::DataLossError("snapshot record truncated");
+    }
+    if (rec.kind > 2 || rec.shard >= shards) return absl::DataLossError("bad snapshot record");
+    rec.expiry = Shift(rec.expiry, to_mono);
+    if (rec.kind == 2) {
+      uint32_t n;
+      if (!r.Get(&n) || n > r.left() / 16) return absl::DataLossError("bad snapshot log");
+      int64_t prev_time = INT64_MIN;
+      for (uint32_t i = 0; i < n; ++i) {
+        int64_t t, count;
+        r.Get(&t);
+        r.Get(&count);
+        t = Shift(t, to_mono);
+        if (count < 1 || count > kMaxLimit || t <= prev_time) {
+          return absl::DataLossError("bad snapshot log run");
+        }
+        prev_time = t;
+        rec.runs.emplace_back(t, count);
+      }
+    } else {
+      const int words = rec.kind == 0 ? 2 : 3;
+      for (int i = 0; i < words; ++i) {
+        if (!r.Get(&rec.v[i])) return absl::DataLossError("snapshot record truncated");
+      }
+      rec.v[0] = Shift(rec.v[0], to_mono);
+    }
+    if (rec.expiry > mono_now) records.push_back(std::move(rec));  // fresh by now: dropped
+  }
+
+  seed_ = seed;
+  for (Record& rec : records) {
+    Shard& sh = shards_[rec.shard & shard_mask_];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    const uint32_t expiry = expiry_.Encode(rec.expiry);
+    if (rec.kind == 0) {
+      sh.two.insert(Slot2{rec.key, expiry, rec.v[0], rec.v[1]});
+    } else if (rec.kind == 1) {
+      sh.three.insert(Slot3{rec.key, expiry, rec.v[0], rec.v[1], rec.v[2]});
+    } else if (!rec.runs.empty()) {
+      int64_t total = 0;
+      for (const auto& run : rec.runs) total += run.second;
+      // The limit only sizes the buffer here; the real one applies from the next check.
+      const Limit sizing{Algorithm::kSlidingLog, std::min(total, kMaxLimit), 1};
+      LogBuf* log = nullptr;
+      for (const auto& [t, count] : rec.runs) log = internal::LogAppend(log, sizing, t, count);
+      sh.log_bytes += internal::LogBytes(log);
+      if (!sh.logs.insert(Slot2{rec.key, expiry, reinterpret_cast<int64_t>(log), 0}).second) {
+        sh.log_bytes -= internal::LogBytes(log);
+        internal::LogFree(log);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rl
