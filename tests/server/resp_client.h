@@ -135,19 +135,20 @@ class RespClient {
     return r;
   }
 
-  // True when the server closed the connection (EOF) within the timeout.
-  bool WaitClosed() {
-    std::string rest;
+  // True when the server closed the connection (EOF or reset) within the timeout; bytes that
+  // arrive first are counted in *discarded.
+  bool WaitClosed(size_t* discarded = nullptr) {
     while (true) {
       char c;
       int got = RecvSome(&c, 1);
-      if (got == 0) return true;
+      if (got == 0 || got == -2) return true;
       if (got < 0) return false;
+      if (discarded != nullptr) ++*discarded;
     }
   }
 
  private:
-  // 1 byte read, 0 EOF, -1 timeout/error.
+  // 1 byte read, 0 EOF, -1 timeout, -2 error (reset).
   int RecvSome(char* c, size_t n) {
     if (pos_ < buf_.size()) {
       *c = buf_[pos_++];
@@ -158,7 +159,7 @@ class RespClient {
     char tmp[65536];
     ssize_t got = recv(fd_, tmp, sizeof(tmp), 0);
     if (got == 0) return 0;
-    if (got < 0) return -1;
+    if (got < 0) return -2;
     buf_.assign(tmp, static_cast<size_t>(got));
     pos_ = 0;
     *c = buf_[pos_++];
