@@ -98,8 +98,9 @@ Step<State2> LeakyBucket(const State2* state, const Limit& limit, int64_t now_ms
 // Fixed window that starts at the first request (INCR + EXPIRE): a = window start, b = count.
 Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
 
-// Sliding window counter: windows aligned to multiples of the window length; the previous
-// window's count is weighted by how much of it still overlaps the trailing window.
+// Sliding window counter: a fresh state starts on the grid of multiples of the window length and
+// later windows continue the stored window's grid; the previous window's count is weighted by how
+// much of it still overlaps the trailing window.
 // a = current window start, b = previous window's count, c = current window's count.
 // Error bound: an aligned window never admits more than LIMIT, and any trailing window of length
 // WINDOW admits fewer than 2 * LIMIT (exact when traffic is uniform).

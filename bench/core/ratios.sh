@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs core_bench and prints, per algorithm and key count, the check cost next to the bare
+# absl::flat_hash_map find+update (ratio = check / bare, by CPU time per operation) and the
+# 2-thread speedup (items per second with 2 threads / with 1), plus the memory figures.
+# Usage: bench/core/ratios.sh [path/to/core_bench] [extra benchmark flags...]
+set -euo pipefail
+bin=${1:-build/bench/core/core_bench}
+shift || true
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
+"$bin" --benchmark_format=json --benchmark_min_time=0.5 "$@" >"$json"
+python3 - "$json" <<'PY'
+import json, re, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+cpu, ips, mem = {}, {}, []
+for r in runs:
+    m = re.match(r"BM_(BareMap|Check/(\w+))/(\d+)/real_time/threads:(\d)", r["name"])
+    if m:
+        alg = m.group(2) or "BARE_MAP"
+        key = (alg, int(m.group(3)), int(m.group(4)))
+        cpu[key] = r["cpu_time"]  # ns per op per thread
+        ips[key] = r.get("items_per_second", 0)
+    elif "Memory" in r["name"]:
+        extra = {k: v for k, v in r.items() if k.endswith(("per_key", "per_request"))}
+        mem.append((r["name"], extra))
+print(f"{'algorithm':<16}{'keys':>9}{'ns/check':>10}{'bare ns':>9}{'ratio':>7}{'2T/1T':>7}")
+for (alg, n, t) in sorted(k for k in cpu if k[2] == 1 and k[0] != "BARE_MAP"):
+    bare = cpu.get(("BARE_MAP", n, 1))
+    two = ips.get((alg, n, 2), 0) / max(ips[(alg, n, 1)], 1)
+    print(f"{alg:<16}{n:>9}{cpu[(alg, n, 1)]:>10.1f}{bare:>9.1f}{cpu[(alg, n, 1)] / bare:>7.2f}{two:>7.2f}")
+for n in sorted({k[1] for k in cpu if k[0] == "BARE_MAP"}):
+    two = ips.get(("BARE_MAP", n, 2), 0) / max(ips.get(("BARE_MAP", n, 1), 1), 1)
+    print(f"{'BARE_MAP':<16}{n:>9}{cpu[('BARE_MAP', n, 1)]:>10.1f}{'':>9}{'':>7}{two:>7.2f}")
+for name, extra in mem:
+    print(name, " ".join(f"{k}={v:.2f}" for k, v in extra.items()))
+PY
