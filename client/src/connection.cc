@@ -84,16 +84,16 @@ void Connection::DoSubmit(std::shared_ptr<Call> call, std::string command) {
 void Connection::StartConnect() {
   state_ = State::kConnecting;
   const uint64_t generation = generation_;
-  asio::async_connect(socket_, options_.endpoints,
-                      [this, generation](const boost::system::error_code& ec, const tcp::endpoint&) {
-                        if (generation != generation_) return;
-                        if (ec) {
-                          Fail(absl::UnavailableError(
-                              absl::StrCat("connect to rl-server: ", ec.message())));
-                          return;
-                        }
-                        OnConnected();
-                      });
+  asio::async_connect(
+      socket_, options_.endpoints,
+      [this, generation](const boost::system::error_code& ec, const tcp::endpoint&) {
+        if (generation != generation_) return;
+        if (ec) {
+          Fail(absl::UnavailableError(absl::StrCat("connect to rl-server: ", ec.message())));
+          return;
+        }
+        OnConnected();
+      });
 }
 
 void Connection::OnConnected() {
@@ -120,31 +120,30 @@ void Connection::StartWrite() {
   out_.clear();
   write_in_flight_ = true;
   const uint64_t generation = generation_;
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [this, generation](const boost::system::error_code& ec, size_t) {
-                      if (generation != generation_) return;
-                      write_in_flight_ = false;
-                      if (ec) {
-                        Fail(absl::UnavailableError(
-                            absl::StrCat("write to rl-server: ", ec.message())));
-                        return;
-                      }
-                      StartWrite();
-                    });
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      [this, generation](const boost::system::error_code& ec, size_t) {
+        if (generation != generation_) return;
+        write_in_flight_ = false;
+        if (ec) {
+          Fail(absl::UnavailableError(absl::StrCat("write to rl-server: ", ec.message())));
+          return;
+        }
+        StartWrite();
+      });
 }
 
 void Connection::StartRead() {
   const uint64_t generation = generation_;
-  socket_.async_read_some(asio::buffer(read_chunk_),
-                          [this, generation](const boost::system::error_code& ec, size_t n) {
-                            if (generation != generation_) return;
-                            if (ec) {
-                              Fail(absl::UnavailableError(
-                                  absl::StrCat("read from rl-server: ", ec.message())));
-                              return;
-                            }
-                            OnData(n);
-                          });
+  socket_.async_read_some(
+      asio::buffer(read_chunk_), [this, generation](const boost::system::error_code& ec, size_t n) {
+        if (generation != generation_) return;
+        if (ec) {
+          Fail(absl::UnavailableError(absl::StrCat("read from rl-server: ", ec.message())));
+          return;
+        }
+        OnData(n);
+      });
 }
 
 void Connection::OnData(size_t bytes) {
@@ -153,8 +152,7 @@ void Connection::OnData(size_t bytes) {
   while (offset < in_.size()) {
     RespValue value;
     size_t consumed = 0;
-    ReadStatus status =
-        reader_.Read(std::string_view(in_).substr(offset), &consumed, &value);
+    ReadStatus status = reader_.Read(std::string_view(in_).substr(offset), &consumed, &value);
     if (status == ReadStatus::kIncomplete) break;
     if (status == ReadStatus::kError) {
       Fail(absl::InternalError(absl::StrCat("bad reply from rl-server: ", reader_.error())));

@@ -105,7 +105,7 @@ class Connection {
   std::string out_;              // encoded commands not yet handed to a write
   std::string writing_;          // the buffer of the write in flight
   bool write_in_flight_ = false;
-  std::string in_;               // received bytes not yet forming a whole reply
+  std::string in_;  // received bytes not yet forming a whole reply
   std::vector<char> read_chunk_;
   ReplyReader reader_;
 };

@@ -186,9 +186,9 @@ class RemoteLimiter::Impl {
     decision.remaining = open ? std::max<int64_t>(0, decision.limit - cost) : 0;
     decision.retry_after_ms = open ? 0 : options_.fail_closed_retry_after_ms;
     decision.reset_after_ms = open ? 0 : options_.fail_closed_retry_after_ms;
-    decision.limits[0] = LimitResult{decision.allowed, decision.limit,
-                                     limit != nullptr ? limit->window_ms : 0, decision.remaining,
-                                     decision.retry_after_ms, decision.reset_after_ms};
+    decision.limits[0] = LimitResult{
+        decision.allowed,   decision.limit,          limit != nullptr ? limit->window_ms : 0,
+        decision.remaining, decision.retry_after_ms, decision.reset_after_ms};
     decision.count = 1;
     return decision;
   }
@@ -219,8 +219,7 @@ class RemoteLimiter::Impl {
   std::thread thread_;
 };
 
-absl::StatusOr<std::unique_ptr<RemoteLimiter>> RemoteLimiter::Create(
-    RemoteLimiterOptions options) {
+absl::StatusOr<std::unique_ptr<RemoteLimiter>> RemoteLimiter::Create(RemoteLimiterOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
   if (absl::Status status = impl->Start(); !status.ok()) return status;
   return std::unique_ptr<RemoteLimiter>(new RemoteLimiter(std::move(impl)));
@@ -236,8 +235,7 @@ absl::StatusOr<Decision> RemoteLimiter::Check(const Policy& policy, std::string_
   return std::move(results.front());
 }
 
-std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(
-    absl::Span<const Request> requests) {
+std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const Request> requests) {
   std::vector<absl::StatusOr<Decision>> results(requests.size(), absl::UnknownError("unset"));
   impl_->checks_.fetch_add(requests.size(), std::memory_order_relaxed);
   std::string commands;
@@ -257,8 +255,8 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(
     const Request& request = requests[sent[j]];
     if (!replies.ok()) {
       results[sent[j]] = Impl::IsUnavailability(replies.status())
-                             ? absl::StatusOr<Decision>(impl_->Degrade(
-                                   *request.policy, request.cost, replies.status()))
+                             ? absl::StatusOr<Decision>(
+                                   impl_->Degrade(*request.policy, request.cost, replies.status()))
                              : absl::StatusOr<Decision>(replies.status());
     } else {
       results[sent[j]] = impl_->ToDecision((*replies)[j], *request.policy);
@@ -307,9 +305,7 @@ absl::Status RemoteLimiter::Ping() {
   return absl::OkStatus();
 }
 
-int64_t RemoteLimiter::WallNowMs() const {
-  return absl::ToUnixMillis(absl::Now());
-}
+int64_t RemoteLimiter::WallNowMs() const { return absl::ToUnixMillis(absl::Now()); }
 
 RemoteLimiterStats RemoteLimiter::Stats() const {
   RemoteLimiterStats stats;

@@ -20,7 +20,7 @@ struct RespValue {
 };
 
 struct ReplyLimits {
-  size_t max_bulk = 1 << 20;      // our replies are a few hundred bytes; anything huge is wrong
+  size_t max_bulk = 1 << 20;  // our replies are a few hundred bytes; anything huge is wrong
   size_t max_elements = 4096;
   size_t max_depth = 8;
   size_t max_line = 64 * 1024;

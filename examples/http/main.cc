@@ -5,8 +5,8 @@
 // A client is its X-Api-Key (hashed), else its IP. Denied: 429 {"error":"rate_limited"} with
 // Retry-After; every limited response carries X-RateLimit-* and RateLimit-Policy/RateLimit.
 #include <csignal>
-#include <iostream>
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   int timeout_ms = 50;
   int threads = 4;
   po::options_description options("rl-http-example options");
+  // clang-format off
   options.add_options()
       ("help,h", "show this help")
       ("port", po::value(&port)->default_value(port), "HTTP port (0 = any free port)")
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
       ("timeout-ms", po::value(&timeout_ms)->default_value(timeout_ms),
        "per-check timeout for the remote limiter")
       ("threads", po::value(&threads)->default_value(threads), "I/O threads");
+  // clang-format on
   po::variables_map vars;
   try {
     po::store(po::parse_command_line(argc, argv, options), vars);

@@ -52,8 +52,7 @@ class RateLimitGate {
   static absl::StatusOr<RateLimitGate> Create(const RouteConfig& config, rl::RateLimiter* limiter);
 
   // The policy for a route (the override, else the default); null for an unlimited route.
-  const rl::Policy* PolicyFor(std::string_view method, std::string_view path,
-                              int64_t* cost) const;
+  const rl::Policy* PolicyFor(std::string_view method, std::string_view path, int64_t* cost) const;
 
   // Runs the limiter for one identified client. `client_key` must already be safe (see
   // ClientKey); it is used as the limiter key as is.

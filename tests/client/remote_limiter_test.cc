@@ -255,8 +255,8 @@ TEST_F(RemoteLimiterTest, RoundTripLatency) {
   for (int i = 0; i < kCalls; ++i) {
     const auto start = steady_clock::now();
     absl::StatusOr<Decision> d = limiter->Check(policy, "k" + std::to_string(i % 50));
-    micros.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
-                         steady_clock::now() - start).count());
+    micros.push_back(
+        std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
     ASSERT_TRUE(d.ok() && d->allowed);
   }
   std::sort(micros.begin(), micros.end());

@@ -62,8 +62,8 @@ TEST(ReplyReaderTest, ReadsEveryType) {
 }
 
 TEST(ReplyReaderTest, RejectsMalformedAndOversizedReplies) {
-  const char* bad[] = {"?x\r\n", ":12a\r\n", ":\r\n", "$-2\r\n", "$3\r\nabcd\r\n", "*-5\r\n",
-                       "#x\r\n", "$99999999999\r\n"};
+  const char* bad[] = {"?x\r\n",         ":12a\r\n", ":\r\n",  "$-2\r\n",
+                       "$3\r\nabcd\r\n", "*-5\r\n",  "#x\r\n", "$99999999999\r\n"};
   for (const char* input : bad) {
     ReplyReader reader;
     RespValue value;
@@ -74,11 +74,11 @@ TEST(ReplyReaderTest, RejectsMalformedAndOversizedReplies) {
   ReplyReader reader(ReplyLimits{16, 4, 2, 64});
   RespValue value;
   size_t consumed = 0;
-  EXPECT_EQ(reader.Read("*5\r\n", &consumed, &value), ReadStatus::kError);       // elements
-  EXPECT_EQ(reader.Read("*1\r\n*1\r\n*1\r\n:1\r\n", &consumed, &value),          // depth
+  EXPECT_EQ(reader.Read("*5\r\n", &consumed, &value), ReadStatus::kError);  // elements
+  EXPECT_EQ(reader.Read("*1\r\n*1\r\n*1\r\n:1\r\n", &consumed, &value),     // depth
             ReadStatus::kError);
   const std::string long_line = std::string(1, '+').append(100, 'a');
-  EXPECT_EQ(reader.Read(long_line, &consumed, &value), ReadStatus::kError);      // line
+  EXPECT_EQ(reader.Read(long_line, &consumed, &value), ReadStatus::kError);  // line
 }
 
 }  // namespace

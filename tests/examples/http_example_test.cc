@@ -150,16 +150,17 @@ TEST(HttpExampleTest, LocalLimiterEightParallelRequestsFivePass) {
 
   // Exports cost 10 of 30 per hour: three pass, the fourth is limited.
   std::vector<int> statuses;
-  for (int i = 0; i < 4; ++i) statuses.push_back(Request(port, "POST", "/v1/exports", "key-C").status);
+  for (int i = 0; i < 4; ++i)
+    statuses.push_back(Request(port, "POST", "/v1/exports", "key-C").status);
   EXPECT_EQ(statuses, (std::vector<int>{202, 202, 202, 429}));
 }
 
 TEST(HttpExampleTest, UnreachableRemoteLimiterReadsFailOpenExportsFailClosed) {
   rl_test::Subprocess example;
   const int dead_port = rl_test::FreeLoopbackPort();  // nothing listens there
-  const int port = StartExample(example, {"--limiter", "remote", "--server",
-                                          "127.0.0.1:" + std::to_string(dead_port),
-                                          "--timeout-ms", "50"});
+  const int port =
+      StartExample(example, {"--limiter", "remote", "--server",
+                             "127.0.0.1:" + std::to_string(dead_port), "--timeout-ms", "50"});
   ASSERT_GT(port, 0);
   const auto start = std::chrono::steady_clock::now();
   HttpReply read = Request(port, "GET", "/api/products", "key-A");
@@ -176,8 +177,8 @@ TEST(HttpExampleTest, UnreachableRemoteLimiterReadsFailOpenExportsFailClosed) {
 TEST(HttpExampleTest, TwoRemoteInstancesShareOneCount) {
   rl_test::Subprocess server;
   const int server_port = rl_test::FreeLoopbackPort();
-  ASSERT_TRUE(server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind",
-                            "127.0.0.1"}));
+  ASSERT_TRUE(
+      server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind", "127.0.0.1"}));
   ASSERT_TRUE(rl_test::WaitForPort(server_port, milliseconds(5000)));
   const std::vector<std::string> flags{"--limiter", "remote", "--server",
                                        "127.0.0.1:" + std::to_string(server_port)};

@@ -48,13 +48,13 @@ struct RemoteLimiterOptions {
 };
 
 struct RemoteLimiterStats {
-  uint64_t checks = 0;            // Check/Peek calls
-  uint64_t answered = 0;          // calls the server answered
-  uint64_t failed_open = 0;       // allowed by FailureMode::kFailOpen (server unavailable)
-  uint64_t failed_closed = 0;     // denied by FailureMode::kFailClosed (server unavailable)
-  uint64_t timeouts = 0;          // calls that ran out of time (a subset of the two above)
-  uint64_t server_errors = 0;     // error replies (-ERR ...), returned as absl errors
-  uint64_t connects = 0;          // successful (re)connects
+  uint64_t checks = 0;         // Check/Peek calls
+  uint64_t answered = 0;       // calls the server answered
+  uint64_t failed_open = 0;    // allowed by FailureMode::kFailOpen (server unavailable)
+  uint64_t failed_closed = 0;  // denied by FailureMode::kFailClosed (server unavailable)
+  uint64_t timeouts = 0;       // calls that ran out of time (a subset of the two above)
+  uint64_t server_errors = 0;  // error replies (-ERR ...), returned as absl errors
+  uint64_t connects = 0;       // successful (re)connects
   uint64_t connection_failures = 0;
 };
 
