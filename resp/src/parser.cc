@@ -11,6 +11,7 @@
 //   max_inline is an error even when its terminator arrived in the same read.
 #include "resp/parser.h"
 
+#include <array>
 #include <climits>
 #include <cstring>
 
@@ -63,13 +64,21 @@ bool ParseInt(std::string_view s, int64_t* out) {
   return true;
 }
 
-// isspace() in the C locale, which sdssplitargs uses between arguments and after quotes.
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
+// Byte classes for the inline splitter, looked up once per byte.
+constexpr uint8_t kSpace = 1;    // isspace() in the C locale: skipped between arguments
+constexpr uint8_t kEndsArg = 2;  // ends an unquoted argument in sdssplitargs (not \v or \f)
+constexpr uint8_t kQuote = 4;
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> table{};
+  for (unsigned char c : {' ', '\t', '\n', '\v', '\f', '\r'}) table[c] |= kSpace;
+  for (unsigned char c : {' ', '\t', '\n', '\r'}) table[c] |= kEndsArg;
+  for (unsigned char c : {'"', '\''}) table[c] |= kQuote;
+  return table;
+}();
 
-// What ends an unquoted argument in sdssplitargs (note: not '\v' or '\f').
-bool EndsArg(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+uint8_t ClassOf(char c) { return kByteClass[static_cast<unsigned char>(c)]; }
+bool IsSpace(char c) { return ClassOf(c) & kSpace; }
+bool EndsArg(char c) { return ClassOf(c) & kEndsArg; }
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -159,19 +168,23 @@ ParseStatus Parser::ParseInline(std::string_view buf, size_t* consumed,
 
 bool Parser::SplitInline(std::string_view line) {
   spans_.clear();
+  spans_in_storage_ = false;
   const size_t n = line.size();
   size_t i = 0;
-  spans_in_storage_ = line.find_first_of("\"'") != std::string_view::npos;
-  if (!spans_in_storage_) {
-    // No quotes: every argument is a plain run of bytes, so it can be a view into the buffer.
-    while (true) {
-      while (i < n && IsSpace(line[i])) ++i;
-      if (i == n) return true;
-      const size_t start = i;
-      while (i < n && !EndsArg(line[i])) ++i;
-      spans_.emplace_back(start, i - start);
-    }
+  // Common case, no quotes: every argument is a plain run of bytes, so it can be a view into the
+  // buffer. A quote can only sit inside an argument, so the first one found sends the whole line
+  // to the unescaping path below.
+  while (true) {
+    while (i < n && IsSpace(line[i])) ++i;
+    if (i == n) return true;
+    const size_t start = i;
+    while (i < n && !(ClassOf(line[i]) & (kEndsArg | kQuote))) ++i;
+    if (i < n && (ClassOf(line[i]) & kQuote)) break;
+    spans_.emplace_back(start, i - start);
   }
+  spans_.clear();
+  spans_in_storage_ = true;
+  i = 0;
   // Quotes: unescape into inline_storage_, which never outgrows the line.
   inline_storage_.clear();
   std::string& out = inline_storage_;
