@@ -12,8 +12,11 @@
 namespace resp {
 
 struct ParserLimits {
-  size_t max_inline = 64 * 1024;        // bytes in an inline command or a header line
-  size_t max_args = 1024 * 1024;        // arguments in one multibulk
+  // Bytes in an inline command line (its "\r" included, its "\n" not) or in a "*N"/"$N" header
+  // line before its "\r". Measured the same however the line was split into reads.
+  size_t max_inline = 64 * 1024;
+  // Arguments in one multibulk (an inline command is bounded by max_inline alone, as in Redis).
+  size_t max_args = 1024 * 1024;
   size_t max_bulk = 512 * 1024 * 1024;  // bytes in one bulk argument
   // Set by Unauthenticated(): a multibulk over max_args or a bulk over max_bulk is reported with
   // Redis's "unauthenticated multibulk length" / "unauthenticated bulk length" wording.
