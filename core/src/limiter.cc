@@ -21,6 +21,7 @@ using internal::LogBuf;
 using internal::Shard;
 using internal::Slot2;
 using internal::Slot3;
+using internal::SlotLog;
 using internal::State2;
 using internal::State3;
 using internal::TableKind;
@@ -119,12 +120,14 @@ struct Pending {
   uint64_t key;
   uint32_t shard;
   TableKind kind;
-  const Slot2* slot2;  // found state (two-word and log tables)
-  const Slot3* slot3;  // found state (three-word table)
+  const Slot2* slot2;    // found state, by table
+  const Slot3* slot3;
+  const SlotLog* slotl;
   State2 state2;
   State3 state3;
   LimitResult result;
   int64_t expiry_ms;
+  LogBuf* new_log;  // a log created by this check, to insert
 };
 // Room for the most limits a check may name, constructed only as far as used: zeroing all eight
 // on every check showed up in profiles.
@@ -287,7 +290,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         State2 old;
         if (it != sh.two.end()) {
           q.slot2 = &*it;
-          old = State2{it->a, it->b};
+          old = State2{expiry_.FromRel(it->rel_a()), it->b};
         }
         const internal::Step<State2> step =
             TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
@@ -301,7 +304,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         State3 old;
         if (it != sh.three.end()) {
           q.slot3 = &*it;
-          old = State3{it->a, it->b, it->c};
+          old = State3{expiry_.FromRel(it->rel_a()), it->b, it->c};
         }
         const internal::Step<State3> step =
             internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
@@ -314,8 +317,8 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         auto it = sh.logs.find(q.key);
         LogBuf* log = nullptr;
         if (it != sh.logs.end()) {
-          q.slot2 = &*it;
-          log = reinterpret_cast<LogBuf*>(it->a);
+          q.slotl = &*it;
+          log = it->log;
           internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
         }
         q.result = internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
@@ -333,22 +336,22 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
       Shard& sh = shards_[q.shard];
         const uint32_t expiry = expiry_.Encode(q.expiry_ms);
       if (q.kind == TableKind::kLog) {
-        LogBuf* log = q.slot2 != nullptr ? reinterpret_cast<LogBuf*>(q.slot2->a) : nullptr;
+        LogBuf* log = q.slotl != nullptr ? q.slotl->log : nullptr;
         const size_t before = internal::LogBytes(log);
         log = internal::LogAppend(log, limits[i], now, cost);
         sh.log_bytes += internal::LogBytes(log) - before;
-        if (q.slot2 != nullptr) {
-          q.slot2->a = reinterpret_cast<int64_t>(log);
-          q.slot2->expiry = expiry;
+        if (q.slotl != nullptr) {
+          q.slotl->log = log;
+          q.slotl->expiry = expiry;
         } else {
-          q.state2 = State2{reinterpret_cast<int64_t>(log), 0};
+          q.new_log = log;
         }
       } else if (q.slot2 != nullptr) {
-        q.slot2->a = q.state2.a;
+        q.slot2->set_rel_a(expiry_.ToRel(q.state2.a));
         q.slot2->b = q.state2.b;
         q.slot2->expiry = expiry;
       } else if (q.slot3 != nullptr) {
-        q.slot3->a = q.state3.a;
+        q.slot3->set_rel_a(expiry_.ToRel(q.state3.a));
         q.slot3->b = q.state3.b;
         q.slot3->c = q.state3.c;
         q.slot3->expiry = expiry;
@@ -356,18 +359,24 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     }
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
-      if (q.slot2 != nullptr || q.slot3 != nullptr) continue;
+      if (q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr) continue;
       Shard& sh = shards_[q.shard];
         const uint32_t expiry = expiry_.Encode(q.expiry_ms);
       switch (q.kind) {
-        case TableKind::kTwoWord:
-          sh.two.insert(Slot2{q.key, expiry, q.state2.a, q.state2.b});
+        case TableKind::kTwoWord: {
+          Slot2 slot{q.key, expiry, 0, 0, q.state2.b};
+          slot.set_rel_a(expiry_.ToRel(q.state2.a));
+          sh.two.insert(slot);
           break;
-        case TableKind::kThreeWord:
-          sh.three.insert(Slot3{q.key, expiry, q.state3.a, q.state3.b, q.state3.c});
+        }
+        case TableKind::kThreeWord: {
+          Slot3 slot{q.key, expiry, 0, 0, q.state3.b, q.state3.c};
+          slot.set_rel_a(expiry_.ToRel(q.state3.a));
+          sh.three.insert(slot);
           break;
+        }
         case TableKind::kLog:
-          sh.logs.insert(Slot2{q.key, expiry, q.state2.a, 0});
+          sh.logs.insert(SlotLog{q.key, expiry, q.new_log});
           break;
       }
     }
@@ -381,13 +390,15 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
-        if (q.slot2 == nullptr && q.slot3 == nullptr) continue;
+        if (q.slot2 == nullptr && q.slot3 == nullptr && q.slotl == nullptr) continue;
       if (q.expiry_ms <= now) {
         if (sh.Erase(q.kind, q.key)) ++sh.expired;
       } else if (q.slot2 != nullptr) {
         q.slot2->expiry = expiry_.Encode(q.expiry_ms);
-      } else {
+      } else if (q.slot3 != nullptr) {
         q.slot3->expiry = expiry_.Encode(q.expiry_ms);
+      } else {
+        q.slotl->expiry = expiry_.Encode(q.expiry_ms);
       }
     }
   }

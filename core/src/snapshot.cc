@@ -29,6 +29,7 @@ using internal::LogBuf;
 using internal::Shard;
 using internal::Slot2;
 using internal::Slot3;
+using internal::SlotLog;
 using internal::TableKind;
 
 namespace {
@@ -93,18 +94,18 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
     };
     for (const Slot2& s : sh.two) {
       head(0, s.key, s.expiry);
-      w.Put<int64_t>(Shift(s.a, to_wall));
+      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
       w.Put<int64_t>(s.b);
     }
     for (const Slot3& s : sh.three) {
       head(1, s.key, s.expiry);
-      w.Put<int64_t>(Shift(s.a, to_wall));
+      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
       w.Put<int64_t>(s.b);
       w.Put<int64_t>(s.c);
     }
-    for (const Slot2& s : sh.logs) {
+    for (const SlotLog& s : sh.logs) {
       runs.clear();
-      internal::LogRuns(reinterpret_cast<const LogBuf*>(s.a), &runs);
+      internal::LogRuns(s.log, &runs);
       head(2, s.key, s.expiry);
       w.Put<uint32_t>(static_cast<uint32_t>(runs.size()));
       for (const auto& [t, count] : runs) {
@@ -196,9 +197,13 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
     std::lock_guard<std::mutex> lock(sh.mu);
     const uint32_t expiry = expiry_.Encode(rec.expiry);
     if (rec.kind == 0) {
-      sh.two.insert(Slot2{rec.key, expiry, rec.v[0], rec.v[1]});
+      Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
+      slot.set_rel_a(expiry_.ToRel(rec.v[0]));
+      sh.two.insert(slot);
     } else if (rec.kind == 1) {
-      sh.three.insert(Slot3{rec.key, expiry, rec.v[0], rec.v[1], rec.v[2]});
+      Slot3 slot{rec.key, expiry, 0, 0, rec.v[1], rec.v[2]};
+      slot.set_rel_a(expiry_.ToRel(rec.v[0]));
+      sh.three.insert(slot);
     } else if (!rec.runs.empty()) {
       int64_t total = 0;
       for (const auto& run : rec.runs) total += run.second;
@@ -207,7 +212,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
       LogBuf* log = nullptr;
       for (const auto& [t, count] : rec.runs) log = internal::LogAppend(log, sizing, t, count);
       sh.log_bytes += internal::LogBytes(log);
-      if (!sh.logs.insert(Slot2{rec.key, expiry, reinterpret_cast<int64_t>(log), 0}).second) {
+      if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
         sh.log_bytes -= internal::LogBytes(log);
         internal::LogFree(log);
       }

@@ -42,9 +42,14 @@ int64_t ExpiryCodec::Decode(uint32_t expiry) const {
   return Clamp64(int128{base_ms_} + (int128{expiry} << kExpiryShift));
 }
 
+int64_t ExpiryCodec::ToRel(int64_t t) const {
+  constexpr int64_t kMax = (int64_t{1} << 47) - 1;
+  return static_cast<int64_t>(std::clamp<int128>(int128{t} - base_ms_, -kMax - 1, kMax));
+}
+
 size_t Shard::MemoryBytes() const {
   return two.capacity() * (sizeof(Slot2) + 1) + three.capacity() * (sizeof(Slot3) + 1) +
-         logs.capacity() * (sizeof(Slot2) + 1) + log_bytes;
+         logs.capacity() * (sizeof(SlotLog) + 1) + log_bytes;
 }
 
 size_t Shard::SweepExpired(uint32_t expired_at, size_t budget) {
@@ -67,9 +72,8 @@ size_t Shard::SweepExpired(uint32_t expired_at, size_t budget) {
   }
   for (auto it = logs.begin(); it != logs.end() && removed < budget;) {
     if (it->expiry <= expired_at) {
-      LogBuf* log = reinterpret_cast<LogBuf*>(it->a);
-      log_bytes -= LogBytes(log);
-      LogFree(log);
+      log_bytes -= LogBytes(it->log);
+      LogFree(it->log);
       logs.erase(it++);
       ++removed;
     } else {
@@ -95,7 +99,7 @@ size_t Shard::EvictSoonest(size_t at_least, const uint64_t* keep, size_t keep_co
   for (const Slot3& s : three) {
     if (!kept(s.key)) all.push_back({s.expiry, TableKind::kThreeWord, s.key});
   }
-  for (const Slot2& s : logs) {
+  for (const SlotLog& s : logs) {
     if (!kept(s.key)) all.push_back({s.expiry, TableKind::kLog, s.key});
   }
   // Evicting a batch amortizes the scan: the next ~size/64 inserts find room without one.
@@ -117,9 +121,8 @@ bool Shard::Erase(TableKind kind, uint64_t key) {
     case TableKind::kLog: {
       auto it = logs.find(key);
       if (it == logs.end()) return false;
-      LogBuf* log = reinterpret_cast<LogBuf*>(it->a);
-      log_bytes -= LogBytes(log);
-      LogFree(log);
+      log_bytes -= LogBytes(it->log);
+      LogFree(it->log);
       logs.erase(it);
       return true;
     }
@@ -128,7 +131,7 @@ bool Shard::Erase(TableKind kind, uint64_t key) {
 }
 
 void Shard::Clear() {
-  for (const Slot2& s : logs) LogFree(reinterpret_cast<LogBuf*>(s.a));
+  for (const SlotLog& s : logs) LogFree(s.log);
   logs.clear();
   two.clear();
   three.clear();

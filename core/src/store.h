@@ -16,27 +16,55 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "algorithms.h"
+#include "sliding_log.h"
 
 namespace rl::internal {
 
-// Packed to 4-byte alignment: 28 and 36 bytes instead of 32 and 40.
-#pragma pack(push, 4)
+// Packed to 2-byte alignment: 26 and 34 bytes. The first state word is always a time (last
+// update, TAT, window start), kept as 48 bits relative to the limiter's start (+-4462 years,
+// saturating) so a two-word slot with its control byte stays at 27 bytes: at the lowest load
+// factor absl's tables reach (7/16, just after growing) that is 62 bytes per key.
+#pragma pack(push, 2)
 struct Slot2 {
   uint64_t key;
   mutable uint32_t expiry;  // coarse expiry (see ExpiryCodec); 0 = already expired
-  mutable int64_t a;
+  mutable uint16_t a_hi;
+  mutable uint32_t a_lo;
   mutable int64_t b;
+
+  int64_t rel_a() const { return Unpack48(a_hi, a_lo); }
+  void set_rel_a(int64_t rel) const { Pack48(rel, &a_hi, &a_lo); }
+  static int64_t Unpack48(uint16_t hi, uint32_t lo) {
+    // Shift up then arithmetic-shift down to sign-extend the 48-bit value.
+    return static_cast<int64_t>(((uint64_t{hi} << 32) | lo) << 16) >> 16;
+  }
+  static void Pack48(int64_t rel, uint16_t* hi, uint32_t* lo) {
+    *hi = static_cast<uint16_t>(static_cast<uint64_t>(rel) >> 32);
+    *lo = static_cast<uint32_t>(rel);
+  }
 };
 struct Slot3 {
   uint64_t key;
   mutable uint32_t expiry;
-  mutable int64_t a;
+  mutable uint16_t a_hi;
+  mutable uint32_t a_lo;
   mutable int64_t b;
   mutable int64_t c;
+
+  int64_t rel_a() const { return Slot2::Unpack48(a_hi, a_lo); }
+  void set_rel_a(int64_t rel) const { Slot2::Pack48(rel, &a_hi, &a_lo); }
 };
 #pragma pack(pop)
-static_assert(sizeof(Slot2) == 28);
-static_assert(sizeof(Slot3) == 36);
+#pragma pack(push, 4)
+struct SlotLog {
+  uint64_t key;
+  mutable uint32_t expiry;
+  mutable LogBuf* log;
+};
+#pragma pack(pop)
+static_assert(sizeof(Slot2) == 26);
+static_assert(sizeof(Slot3) == 34);
+static_assert(sizeof(SlotLog) == 20);
 
 // The key is already a uniformly random 64-bit hash, so it hashes to itself.
 struct SlotHash {
@@ -44,6 +72,7 @@ struct SlotHash {
   size_t operator()(uint64_t key) const { return key; }
   size_t operator()(const Slot2& s) const { return s.key; }
   size_t operator()(const Slot3& s) const { return s.key; }
+  size_t operator()(const SlotLog& s) const { return s.key; }
 };
 struct SlotEq {
   using is_transparent = void;
@@ -54,10 +83,12 @@ struct SlotEq {
   static uint64_t KeyOf(uint64_t k) { return k; }
   static uint64_t KeyOf(const Slot2& s) { return s.key; }
   static uint64_t KeyOf(const Slot3& s) { return s.key; }
+  static uint64_t KeyOf(const SlotLog& s) { return s.key; }
 };
 
 using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq>;
 using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq>;
+using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq>;
 
 // Which table of a shard holds an algorithm's states.
 enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog };
@@ -74,6 +105,9 @@ class ExpiryCodec {
   uint32_t ExpiredAt(int64_t now_ms) const;
   // Upper bound of the time an encoded value stands for.
   int64_t Decode(uint32_t expiry) const;
+  // Times in slots: relative to the base, saturated to 48 bits.
+  int64_t ToRel(int64_t t) const;
+  int64_t FromRel(int64_t rel) const { return base_ms_ + rel; }
 
  private:
   int64_t base_ms_;
@@ -85,7 +119,7 @@ struct alignas(64) Shard {
   mutable std::mutex mu;
   Table2 two ABSL_GUARDED_BY(mu);    // token bucket, GCRA, fixed window, leaky bucket
   Table3 three ABSL_GUARDED_BY(mu);  // sliding window counter
-  Table2 logs ABSL_GUARDED_BY(mu);   // sliding log: a = LogBuf*, b unused
+  TableLog logs ABSL_GUARDED_BY(mu);  // sliding log
   size_t log_bytes ABSL_GUARDED_BY(mu) = 0;
   uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
   uint64_t expired ABSL_GUARDED_BY(mu) = 0;
