@@ -5,7 +5,8 @@
 // - kIncomplete consumes nothing, kCommand consumes something, never more than it was given;
 // - a parsed multibulk command stays within the limits it was parsed under;
 // - every command, written back with resp::Writer as an array of bulks, parses to itself.
-// The first input byte chooses the limits and the cut positions; the rest is the stream.
+// The first input byte chooses the limits (bits 0-2), whether they switch after each command
+// (bit 3) and the cut positions; the rest is the stream.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -38,8 +39,10 @@ struct Outcome {
 
 // Feeds `input` cut at the ascending offsets `cuts`, as a connection would: append what arrived,
 // parse until incomplete, drop consumed bytes from the front.
+// With `toggle`, the limits switch between `limits` and Unauthenticated() after every command,
+// as a server's do around AUTH; they change at command boundaries, so splits still agree.
 Outcome Run(std::string_view input, const std::vector<size_t>& cuts,
-            const resp::ParserLimits& limits) {
+            const resp::ParserLimits& limits, bool toggle = false) {
   resp::Parser parser(limits);
   Outcome out;
   std::string conn;
@@ -65,18 +68,22 @@ Outcome Run(std::string_view input, const std::vector<size_t>& cuts,
         break;
       }
       FUZZ_CHECK(consumed > 0 && consumed <= conn.size());
+      const resp::ParserLimits& now = parser.limits();
       if (conn[0] == '*') {
-        FUZZ_CHECK(args.size() <= limits.max_args);
+        FUZZ_CHECK(args.size() <= now.max_args);
         for (std::string_view a : args) {
-          FUZZ_CHECK(a.size() <= limits.max_bulk);
+          FUZZ_CHECK(a.size() <= now.max_bulk);
           // Multibulk args are always views into the buffer, inside the consumed bytes.
           FUZZ_CHECK(a.data() >= conn.data() && a.data() + a.size() <= conn.data() + consumed);
         }
       } else {
-        FUZZ_CHECK(consumed <= limits.max_inline + 1);
+        FUZZ_CHECK(consumed <= now.max_inline + 1);
       }
       out.commands.emplace_back(args.begin(), args.end());
       conn.erase(0, consumed);
+      if (toggle) {
+        parser.set_limits(out.commands.size() % 2 ? resp::ParserLimits::Unauthenticated() : limits);
+      }
     }
   }
   out.leftover = conn;
@@ -113,25 +120,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t control = data[0];
   const std::string_view input(reinterpret_cast<const char*>(data + 1), size - 1);
   const resp::ParserLimits limits = PickLimits(control);
+  const bool toggle = (control & 8) != 0;
 
-  const Outcome whole = Run(input, {}, limits);
+  const Outcome whole = Run(input, {}, limits, toggle);
   FUZZ_CHECK(whole.leftover.size() <= input.size());
 
   Rng rng{control * 0x9E3779B97F4A7C15ull + input.size()};
   // One cut anywhere.
-  FUZZ_CHECK(Run(input, {input.empty() ? 0 : rng.Next() % (input.size() + 1)}, limits) == whole);
+  FUZZ_CHECK(Run(input, {input.empty() ? 0 : rng.Next() % (input.size() + 1)}, limits, toggle) ==
+             whole);
   // Many small reads.
   std::vector<size_t> cuts;
   for (size_t pos = 0; pos < input.size();) {
     pos += 1 + rng.Next() % 16;
     if (pos < input.size()) cuts.push_back(pos);
   }
-  FUZZ_CHECK(Run(input, cuts, limits) == whole);
+  FUZZ_CHECK(Run(input, cuts, limits, toggle) == whole);
   // One byte at a time (quadratic in the worst case, so only for short inputs).
   if (input.size() <= 512) {
     cuts.clear();
     for (size_t i = 1; i < input.size(); ++i) cuts.push_back(i);
-    FUZZ_CHECK(Run(input, cuts, limits) == whole);
+    FUZZ_CHECK(Run(input, cuts, limits, toggle) == whole);
   }
 
   // Round trip: the writer's array of bulks is a multibulk command that parses to the same args.

@@ -315,5 +315,35 @@ TEST(ParserLimitsTest, ManyArguments) {
   EXPECT_EQ(out.commands[0], args);
 }
 
+TEST(ParserInline, NulIsAnOrdinaryByte) {
+  EXPECT_EQ(ParseOne(std::string("EC\0HO a\r\n", 9)), (Command{std::string("EC\0HO", 5), "a"}));
+  EXPECT_EQ(ParseOne(std::string("ECHO \"\0\"\r\n", 10)), (Command{"ECHO", std::string("\0", 1)}));
+}
+
+TEST(ParserRobustness, ShrunkBufferStartsOver) {
+  // Handing back fewer bytes than before breaks the contract; the parser must not read past
+  // the end, and starts the command over.
+  Parser parser;
+  size_t consumed = 0;
+  std::vector<std::string_view> args;
+  ASSERT_EQ(parser.Parse("*2\r\n$3\r\nGET\r\n$5\r\nab", &consumed, &args),
+            ParseStatus::kIncomplete);
+  ASSERT_EQ(parser.Parse("PING\r\n", &consumed, &args), ParseStatus::kCommand);
+  EXPECT_EQ(args, (std::vector<std::string_view>{"PING"}));
+}
+
+TEST(ParserRobustness, LimitsLoweredWhileALineIsPending) {
+  Parser parser;
+  size_t consumed = 0;
+  std::vector<std::string_view> args;
+  const std::string line(100, 'a');
+  ASSERT_EQ(parser.Parse(line, &consumed, &args), ParseStatus::kIncomplete);
+  ParserLimits small;
+  small.max_inline = 10;
+  parser.set_limits(small);
+  EXPECT_EQ(parser.Parse(line + "\r\n", &consumed, &args), ParseStatus::kError);
+  EXPECT_EQ(parser.error(), "Protocol error: too big inline request");
+}
+
 }  // namespace
 }  // namespace resp
