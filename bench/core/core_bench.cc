@@ -6,12 +6,12 @@
 // The limiter runs on a ManualClock that thread 0 advances by 1 ms every 1024 checks, so the
 // figures are the engine's cost; a SteadyClock variant shows what reading the real clock adds.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -73,8 +73,8 @@ Fixture* GetFixture(const std::string& name, size_t n, int algorithm, bool stead
     for (const std::string& k : f->keys) f->bare[k] = BareState{};
   } else {
     f->clock = std::make_unique<ManualClock>(0);
-    f->limiter = std::make_unique<Limiter>(LimiterOptions{
-        .sweep_interval_ms = 0, .clock = steady ? nullptr : f->clock.get()});
+    f->limiter = std::make_unique<Limiter>(
+        LimiterOptions{.sweep_interval_ms = 0, .clock = steady ? nullptr : f->clock.get()});
     const Limit l = LimitFor(static_cast<Algorithm>(algorithm));
     for (const std::string& k : f->keys) (void)f->limiter->Check("", k, {l});
   }
@@ -99,9 +99,9 @@ void BM_BareMap(benchmark::State& state) {
 
 void BM_Check(benchmark::State& state, Algorithm algorithm, bool steady) {
   const size_t n = state.range(0);
-  Fixture* f = GetFixture(std::string(AlgorithmName(algorithm)) + (steady ? "/steady/" : "/") +
-                              std::to_string(n),
-                          n, static_cast<int>(algorithm), steady);
+  Fixture* f = GetFixture(
+      std::string(AlgorithmName(algorithm)) + (steady ? "/steady/" : "/") + std::to_string(n), n,
+      static_cast<int>(algorithm), steady);
   const Limit l = LimitFor(algorithm);
   const size_t threads = state.threads();
   size_t i = state.thread_index();
@@ -113,8 +113,8 @@ void BM_Check(benchmark::State& state, Algorithm algorithm, bool steady) {
     if (state.thread_index() == 0 && (i & 1023) == 0) f->clock->Advance(1);
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["allowed"] = benchmark::Counter(static_cast<double>(allowed) /
-                                                 std::max<int64_t>(1, state.iterations()));
+  state.counters["allowed"] =
+      benchmark::Counter(static_cast<double>(allowed) / std::max<int64_t>(1, state.iterations()));
 }
 
 void KeyArgs(benchmark::internal::Benchmark* b) {
@@ -156,7 +156,8 @@ void BM_MemoryPerKey(benchmark::State& state) {
   for (auto _ : state) {
     ManualClock clock(0);
     const int64_t rss0 = RssBytes();
-    auto limiter = std::make_unique<Limiter>(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+    auto limiter =
+        std::make_unique<Limiter>(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
     for (const std::string& k : keys) {
       (void)limiter->Check("", k, {Limit{Algorithm::kTokenBucket, 100, 60000}});
     }
@@ -167,7 +168,11 @@ void BM_MemoryPerKey(benchmark::State& state) {
   state.counters["bytes_per_key"] = stats_per_key;
   state.counters["rss_per_key"] = rss_per_key;
 }
-BENCHMARK(BM_MemoryPerKey)->Arg(1000000)->Arg(10000000)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MemoryPerKey)
+    ->Arg(1000000)
+    ->Arg(10000000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // Memory per logged request: 1000 keys, each with a full sliding log of LIMIT requests at
 // distinct milliseconds (the worst case: no two requests share a run).
@@ -193,7 +198,11 @@ void BM_MemoryPerLoggedRequest(benchmark::State& state) {
   }
   state.counters["bytes_per_request"] = per_request;
 }
-BENCHMARK(BM_MemoryPerLoggedRequest)->Arg(100)->Arg(1000)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MemoryPerLoggedRequest)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace rl

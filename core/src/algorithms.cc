@@ -73,8 +73,8 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
     units = std::min(units, full);
     if (units < full) {
       // Clamping the idle time to 2^47 ms (4000 years) keeps elapsed * num within 128 bits.
-      const int128 elapsed = std::min<int64_t>(std::max<int64_t>(0, now_ms - state->a),
-                                               int64_t{1} << 47);
+      const int128 elapsed =
+          std::min<int64_t>(std::max<int64_t>(0, now_ms - state->a), int64_t{1} << 47);
       const int128 gained = elapsed * num;
       units = gained >= (full - units) * den ? full : units + per(gained);
     }

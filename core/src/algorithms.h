@@ -71,10 +71,10 @@ struct State3 {
 
 template <typename S>
 struct Step {
-  S state;               // the state to store (equal to the input when nothing changed)
-  LimitResult result;    // what this limit answers
-  int64_t expiry_ms = 0; // when `state` becomes equivalent to fresh
-  bool changed = false;  // state differs from the input and must be written back
+  S state;                // the state to store (equal to the input when nothing changed)
+  LimitResult result;     // what this limit answers
+  int64_t expiry_ms = 0;  // when `state` becomes equivalent to fresh
+  bool changed = false;   // state differs from the input and must be written back
 };
 
 // Token bucket: capacity = limit.capacity() tokens, refilled continuously at limit/window per ms.

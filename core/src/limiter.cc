@@ -120,7 +120,7 @@ struct Pending {
   uint64_t key;
   uint32_t shard;
   TableKind kind;
-  const Slot2* slot2;    // found state, by table
+  const Slot2* slot2;  // found state, by table
   const Slot3* slot3;
   const SlotLog* slotl;
   State2 state2;
@@ -195,7 +195,8 @@ Limiter::Impl::Impl(LimiterOptions options)
       seed_(RandomSeed()) {
   size_t max_keys = options.max_keys > 0 ? options.max_keys : kDefaultMaxKeys;
   if (options.max_memory_bytes > 0) {
-    max_keys = std::min(max_keys, std::max<size_t>(1, options.max_memory_bytes / kBytesPerKeyEstimate));
+    max_keys =
+        std::min(max_keys, std::max<size_t>(1, options.max_memory_bytes / kBytesPerKeyEstimate));
   }
   size_t shards = options.shards;
   if (shards == 0) shards = std::clamp<size_t>(RoundUpPow2(max_keys / 4096), 1, kDefaultShards);
@@ -239,7 +240,8 @@ void Limiter::Impl::MakeRoom(Shard& shard, int64_t now, const uint64_t* keep, si
   if (!Over(shard)) return;
   shard.SweepExpired(expiry_.ExpiredAt(now), SIZE_MAX);
   while (Over(shard)) {
-    const size_t excess = shard.Size() > max_keys_per_shard_ ? shard.Size() - max_keys_per_shard_ : 1;
+    const size_t excess =
+        shard.Size() > max_keys_per_shard_ ? shard.Size() - max_keys_per_shard_ : 1;
     if (shard.EvictSoonest(excess, keep, keep_count) == 0) break;
   }
 }
@@ -334,7 +336,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
-        const uint32_t expiry = expiry_.Encode(q.expiry_ms);
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms);
       if (q.kind == TableKind::kLog) {
         LogBuf* log = q.slotl != nullptr ? q.slotl->log : nullptr;
         const size_t before = internal::LogBytes(log);
@@ -361,7 +363,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
       Pending& q = p[i];
       if (q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr) continue;
       Shard& sh = shards_[q.shard];
-        const uint32_t expiry = expiry_.Encode(q.expiry_ms);
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms);
       switch (q.kind) {
         case TableKind::kTwoWord: {
           Slot2 slot{q.key, expiry, 0, 0, q.state2.b};
@@ -382,7 +384,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     }
     for (size_t i = 0; i < lock_count; ++i) {
       Shard& sh = shards_[locked[i]];
-        MakeRoom(sh, now, keys, n);
+      MakeRoom(sh, now, keys, n);
     }
   } else {
     // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest
@@ -390,7 +392,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
-        if (q.slot2 == nullptr && q.slot3 == nullptr && q.slotl == nullptr) continue;
+      if (q.slot2 == nullptr && q.slot3 == nullptr && q.slotl == nullptr) continue;
       if (q.expiry_ms <= now) {
         if (sh.Erase(q.kind, q.key)) ++sh.expired;
       } else if (q.slot2 != nullptr) {

@@ -141,9 +141,9 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   // A state's shard comes from hash bits the snapshot keeps only as the exporter's shard index,
   // which determines our index when we have no more shards than the exporter.
   if (shards == 0 || (shards & (shards - 1)) != 0 || shard_mask_ + 1 > shards) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot has ", shards, " shards; the limiter must have at most that many, has ",
-        shard_mask_ + 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot has ", shards,
+                     " shards; the limiter must have at most that many, has ", shard_mask_ + 1));
   }
   if (KeyCount() != 0) return absl::FailedPreconditionError("limiter already holds state");
 

@@ -92,7 +92,9 @@ size_t Shard::EvictSoonest(size_t at_least, const uint64_t* keep, size_t keep_co
   };
   std::vector<Candidate> all;
   all.reserve(Size());
-  auto kept = [&](uint64_t key) { return std::find(keep, keep + keep_count, key) != keep + keep_count; };
+  auto kept = [&](uint64_t key) {
+    return std::find(keep, keep + keep_count, key) != keep + keep_count;
+  };
   for (const Slot2& s : two) {
     if (!kept(s.key)) all.push_back({s.expiry, TableKind::kTwoWord, s.key});
   }

@@ -117,8 +117,8 @@ struct alignas(64) Shard {
   // std::mutex rather than absl::Mutex: the distribution's abseil build runs deadlock detection
   // on every Lock, which cost a third of a check.
   mutable std::mutex mu;
-  Table2 two ABSL_GUARDED_BY(mu);    // token bucket, GCRA, fixed window, leaky bucket
-  Table3 three ABSL_GUARDED_BY(mu);  // sliding window counter
+  Table2 two ABSL_GUARDED_BY(mu);     // token bucket, GCRA, fixed window, leaky bucket
+  Table3 three ABSL_GUARDED_BY(mu);   // sliding window counter
   TableLog logs ABSL_GUARDED_BY(mu);  // sliding log
   size_t log_bytes ABSL_GUARDED_BY(mu) = 0;
   uint64_t evictions ABSL_GUARDED_BY(mu) = 0;

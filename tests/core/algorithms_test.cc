@@ -46,10 +46,17 @@ Limit L(Algorithm a, int64_t limit, int64_t window_ms, int64_t burst = 0) {
 // 10 per second = one token every 100 ms; bucket of 10.
 std::vector<Expect> BucketSequence() {
   return {
-      {0, 1, true, 9, 0, 100},     {0, 8, true, 1, 0, 900},   {0, 1, true, 0, 0, 1000},
-      {0, 1, false, 0, 100, 1000}, {99, 1, false, 0, 1, 901}, {100, 1, true, 0, 0, 1000},
-      {100, 11, false, 0, kRetryNever, 1000},                {350, 0, true, 2, 0, 750},
-      {350, 3, false, 2, 50, 750}, {400, 3, true, 0, 0, 1000}, {5000, 0, true, 10, 0, 0},
+      {0, 1, true, 9, 0, 100},
+      {0, 8, true, 1, 0, 900},
+      {0, 1, true, 0, 0, 1000},
+      {0, 1, false, 0, 100, 1000},
+      {99, 1, false, 0, 1, 901},
+      {100, 1, true, 0, 0, 1000},
+      {100, 11, false, 0, kRetryNever, 1000},
+      {350, 0, true, 2, 0, 750},
+      {350, 3, false, 2, 50, 750},
+      {400, 3, true, 0, 0, 1000},
+      {5000, 0, true, 10, 0, 0},
   };
 }
 

@@ -15,9 +15,9 @@ constexpr int64_t kMinute = 60 * kSecond;
 constexpr int64_t kDay = 24 * 60 * kMinute;
 constexpr int64_t kYear = 365 * kDay;
 
-const Algorithm kAll[] = {Algorithm::kTokenBucket,   Algorithm::kGcra,
-                          Algorithm::kSlidingLog,    Algorithm::kSlidingWindow,
-                          Algorithm::kFixedWindow,   Algorithm::kLeakyBucket};
+const Algorithm kAll[] = {Algorithm::kTokenBucket, Algorithm::kGcra,
+                          Algorithm::kSlidingLog,  Algorithm::kSlidingWindow,
+                          Algorithm::kFixedWindow, Algorithm::kLeakyBucket};
 
 class LimiterTest : public ::testing::Test {
  protected:
@@ -273,8 +273,8 @@ TEST_F(LimiterTest, SweepRemovesExpiredStates) {
 
 TEST(LimiterBoundTest, EvictsAtTheKeyBound) {
   ManualClock clock(0);
-  Limiter limiter(LimiterOptions{.shards = 4, .max_keys = 1000, .sweep_interval_ms = 0,
-                                 .clock = &clock});
+  Limiter limiter(
+      LimiterOptions{.shards = 4, .max_keys = 1000, .sweep_interval_ms = 0, .clock = &clock});
   const Limit soon{Algorithm::kTokenBucket, 10, kSecond};
   const Limit late{Algorithm::kFixedWindow, 10, kDay};
   for (int i = 0; i < 200; ++i) limiter.Check("", "late" + std::to_string(i), {late});

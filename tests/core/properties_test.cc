@@ -56,7 +56,9 @@ class Traffic {
 };
 
 Limit RandomLimit(std::mt19937_64& rng, Algorithm a) {
-  auto u = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto u = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   Limit l{a, u(1, 20), u(1, 3000)};
   if ((a == Algorithm::kTokenBucket || a == Algorithm::kGcra || a == Algorithm::kLeakyBucket) &&
       u(0, 2) == 0) {
@@ -69,8 +71,8 @@ Limit RandomLimit(std::mt19937_64& rng, Algorithm a) {
 // check is denied with a finite wait, it verifies (on every key, by peeking) that one ms less is
 // still denied and the wait itself passes, then sometimes moves the clock there.
 std::vector<std::vector<Event>> Drive(Limiter& limiter, ManualClock& clock,
-                                      const std::vector<Limit>& limits, Traffic& traffic,
-                                      int steps, const std::string& key) {
+                                      const std::vector<Limit>& limits, Traffic& traffic, int steps,
+                                      const std::string& key) {
   std::vector<std::vector<Event>> events(limits.size());
   for (int s = 0; s < steps; ++s) {
     clock.Advance(traffic.NextGap());
@@ -181,8 +183,7 @@ TEST_F(Properties, TokenBucketAndGcraAgreeAndRespectBurstPlusRate) {
     Limit gcra = tb;
     gcra.algorithm = Algorithm::kGcra;
     Traffic traffic(rng_(), tb);
-    const auto events =
-        Drive(limiter_, clock_, {tb, gcra}, traffic, 150, "tb" + std::to_string(c));
+    const auto events = Drive(limiter_, clock_, {tb, gcra}, traffic, 150, "tb" + std::to_string(c));
     for (size_t i = 0; i < events[0].size(); ++i) {
       const Decision& a = events[0][i].d;
       const Decision& b = events[1][i].d;
@@ -197,8 +198,7 @@ TEST_F(Properties, TokenBucketAndGcraAgreeAndRespectBurstPlusRate) {
       int64_t sum = 0;
       for (size_t j = i; j < ev.size(); ++j) {
         if (ev[j].d.allowed) sum += ev[j].cost;
-        ASSERT_LE(sum * tb.window_ms,
-                  tb.capacity() * tb.window_ms + tb.limit * (ev[j].t - ev[i].t))
+        ASSERT_LE(sum * tb.window_ms, tb.capacity() * tb.window_ms + tb.limit * (ev[j].t - ev[i].t))
             << FormatLimit(tb);
       }
     }

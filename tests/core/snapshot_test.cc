@@ -13,9 +13,9 @@ namespace {
 constexpr int64_t kWall = 1'700'000'000'000;
 
 std::vector<Limit> Limits() {
-  return {{Algorithm::kTokenBucket, 10, 60000},   {Algorithm::kGcra, 7, 60000, 9},
-          {Algorithm::kSlidingLog, 5, 60000},     {Algorithm::kSlidingWindow, 10, 60000},
-          {Algorithm::kFixedWindow, 5, 3600000},  {Algorithm::kLeakyBucket, 10, 60000, 4}};
+  return {{Algorithm::kTokenBucket, 10, 60000},  {Algorithm::kGcra, 7, 60000, 9},
+          {Algorithm::kSlidingLog, 5, 60000},    {Algorithm::kSlidingWindow, 10, 60000},
+          {Algorithm::kFixedWindow, 5, 3600000}, {Algorithm::kLeakyBucket, 10, 60000, 4}};
 }
 
 class SnapshotTest : public ::testing::Test {

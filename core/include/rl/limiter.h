@@ -17,18 +17,18 @@
 namespace rl {
 
 struct LimiterOptions {
-  size_t shards = 0;               // 0 = automatic; rounded up to a power of two
-  size_t max_keys = 0;             // 0 = default (large enough for at least 10 M keys)
-  size_t max_memory_bytes = 0;     // 0 = no byte bound beyond max_keys
+  size_t shards = 0;                 // 0 = automatic; rounded up to a power of two
+  size_t max_keys = 0;               // 0 = default (large enough for at least 10 M keys)
+  size_t max_memory_bytes = 0;       // 0 = no byte bound beyond max_keys
   int64_t sweep_interval_ms = 1000;  // background removal of expired state; 0 = no thread
-  Clock* clock = nullptr;          // not owned; null = SteadyClock::Default()
+  Clock* clock = nullptr;            // not owned; null = SteadyClock::Default()
 };
 
 struct LimiterStats {
-  uint64_t keys = 0;            // live states
-  uint64_t memory_bytes = 0;    // estimated bytes held by states and tables
-  uint64_t evictions = 0;       // states dropped because a bound was reached
-  uint64_t expired = 0;         // states dropped because they became equivalent to fresh
+  uint64_t keys = 0;          // live states
+  uint64_t memory_bytes = 0;  // estimated bytes held by states and tables
+  uint64_t evictions = 0;     // states dropped because a bound was reached
+  uint64_t expired = 0;       // states dropped because they became equivalent to fresh
 };
 
 class Limiter {
