@@ -193,8 +193,8 @@ class RemoteLimiter::Impl {
     return decision;
   }
 
-  // Transport-level failures (down, slow, garbled) are decided by the failure mode; anything the
-  // server itself said no to, or an invalid request, stays an error.
+  // Transport-level failures (down, slow, garbled, refusing our credentials) are decided by the
+  // failure mode; a request the server rejects as invalid stays an error.
   static bool IsUnavailability(const absl::Status& status) {
     return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
            absl::IsInternal(status) || absl::IsCancelled(status) ||
@@ -260,6 +260,10 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const 
                              : absl::StatusOr<Decision>(replies.status());
     } else {
       results[sent[j]] = impl_->ToDecision((*replies)[j], *request.policy);
+      // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
+      if (absl::IsPermissionDenied(results[sent[j]].status())) {
+        results[sent[j]] = impl_->Degrade(*request.policy, request.cost, results[sent[j]].status());
+      }
     }
   }
   return results;

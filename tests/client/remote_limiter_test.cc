@@ -45,17 +45,19 @@ class RemoteLimiterTest : public ::testing::Test {
     ASSERT_TRUE(StartServer());
   }
 
-  bool StartServer() {
+  bool StartServer(const std::vector<std::string>& extra = {}) {
     server_.Kill();
-    if (!server_.Start({ServerPath(), "--port", std::to_string(port_), "--bind", "127.0.0.1"})) {
-      return false;
-    }
+    std::vector<std::string> argv{ServerPath(), "--port", std::to_string(port_), "--bind",
+                                  "127.0.0.1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    if (!server_.Start(argv)) return false;
     return rl_test::WaitForPort(port_, milliseconds(5000));
   }
 
   std::unique_ptr<RemoteLimiter> Connect(milliseconds timeout = milliseconds(50),
-                                         size_t connections = 2) {
+                                         size_t connections = 2, std::string password = "") {
     RemoteLimiterOptions options;
+    options.password = std::move(password);
     options.port = static_cast<uint16_t>(port_);
     options.timeout = timeout;
     options.connections = connections;
@@ -129,6 +131,7 @@ TEST_F(RemoteLimiterTest, ConcurrentCallsArePipelinedAndMatchedToTheirCallers) {
   std::atomic<int> hot_allowed{0};
   std::atomic<int> mismatches{0};
   std::vector<std::thread> threads;
+  const auto start = steady_clock::now();
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       absl::StatusOr<Decision> first = limiter->Check(hot, "one-key");
@@ -143,6 +146,10 @@ TEST_F(RemoteLimiterTest, ConcurrentCallsArePipelinedAndMatchedToTheirCallers) {
     });
   }
   for (std::thread& thread : threads) thread.join();
+  const int64_t elapsed_ms = std::max<int64_t>(1, ElapsedMs(start));
+  std::printf("%d threads on 2 pipelined connections: %d checks in %lld ms (%lld/s)\n", kThreads,
+              kThreads * (kCallsPerThread + 1), static_cast<long long>(elapsed_ms),
+              static_cast<long long>(kThreads * (kCallsPerThread + 1) * 1000LL / elapsed_ms));
   EXPECT_EQ(hot_allowed.load(), 5);
   EXPECT_EQ(mismatches.load(), 0);
   RemoteLimiterStats stats = limiter->Stats();
@@ -177,6 +184,31 @@ TEST_F(RemoteLimiterTest, ServerErrorsAreErrorsNotFailures) {
   EXPECT_FALSE(decision.ok());
   EXPECT_EQ((*limiter)->Stats().server_errors, 1u);
   EXPECT_EQ((*limiter)->Stats().failed_closed, 0u);
+}
+
+TEST_F(RemoteLimiterTest, AuthenticatesEveryConnectionAndTreatsRefusalAsUnavailable) {
+  ASSERT_TRUE(StartServer({"--requirepass", "s3cret"}));
+  auto good = Connect(milliseconds(200), 2, "s3cret");
+  auto none = Connect(milliseconds(200), 2);
+  auto wrong = Connect(milliseconds(200), 2, "wrong");
+  const Policy open = MakePolicy("reads", "SLIDING_LOG 100 1m FAIL_OPEN");
+  const Policy closed = MakePolicy("exports", "SLIDING_LOG 100 1m FAIL_CLOSED");
+  for (int i = 0; i < 4; ++i) {  // both pooled connections authenticate
+    absl::StatusOr<Decision> d = good->Check(closed, "k");
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->allowed);
+  }
+  EXPECT_EQ(good->Stats().answered, 4u);
+  for (RemoteLimiter* limiter : {none.get(), wrong.get()}) {
+    absl::StatusOr<Decision> d = limiter->Check(open, "k");
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->allowed);
+    d = limiter->Check(closed, "k");
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_FALSE(d->allowed);
+    EXPECT_EQ(limiter->Stats().failed_open, 1u);
+    EXPECT_EQ(limiter->Stats().failed_closed, 1u);
+  }
 }
 
 TEST_F(RemoteLimiterTest, KilledServerFailsOpenOrClosedThenRecovers) {

@@ -68,8 +68,9 @@ class RemoteLimiter final : public RateLimiter {
   RemoteLimiter(const RemoteLimiter&) = delete;
   RemoteLimiter& operator=(const RemoteLimiter&) = delete;
 
-  // RL.CHECK. Server unavailable or too slow -> the policy's FailureMode decides (see
-  // FailureDecision). An error reply (bad limit, unknown policy, NOAUTH) -> that error.
+  // RL.CHECK. Server unavailable, too slow, or refusing our credentials -> the policy's
+  // FailureMode decides (see FailureDecision). An error reply to the request itself (bad limit,
+  // unknown policy) -> that error.
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
                                  int64_t cost = 1) override;
   // Several checks in one round trip (pipelined on one connection, one timeout for all): for a
