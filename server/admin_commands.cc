@@ -14,6 +14,7 @@
 #include "command_table.h"
 #include "server.h"
 #include "server_state.h"
+#include "snapshot.h"
 
 namespace rl::server {
 namespace {
@@ -318,6 +319,7 @@ void Info(CommandContext& ctx) {
                    ls.memory_bytes, HumanBytes(ls.memory_bytes), rss, HumanBytes(rss),
                    st.config.max_memory, HumanBytes(st.config.max_memory), st.config.max_keys);
   }
+  if (want("persistence")) out += PersistenceInfo(st) + "\r\n";
   if (want("stats")) {
     uint64_t commands = 0;
     std::map<std::string, PolicyCounters> per_policy;

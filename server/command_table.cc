@@ -5,6 +5,8 @@
 #include <charconv>
 #include <string>
 
+#include "snapshot.h"
+
 namespace rl::server {
 namespace {
 
@@ -54,6 +56,7 @@ void WriteArg(resp::Writer& w, const ArgDoc& arg) {
 CommandTable::CommandTable() {
   AddAdminCommands(&rows_);
   AddRlCommands(&rows_);
+  AddPersistenceCommands(&rows_);
   std::sort(rows_.begin(), rows_.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
   for (const CommandSpec& row : rows_) by_name_[row.name] = &row;

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include <fmt/core.h>
+#include "rl/limit.h"
 
 namespace rl::server {
 namespace po = boost::program_options;
@@ -154,8 +155,24 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
       } else {
         return absl::InvalidArgumentError("protected-mode must be yes or no");
       }
+    } else if (key == "snapshot") {
+      auto s = value.value<std::string>();
+      if (!s) return absl::InvalidArgumentError("snapshot must be a file name");
+      config->snapshot_file = *s;
+    } else if (key == "snapshot-interval") {
+      // "5s" like every duration in rl, or an integer of milliseconds.
+      auto ms = value.is_integer() ? absl::StatusOr<int64_t>(*value.value<int64_t>())
+                                   : ParseDurationMs(value.value_or<std::string>(""));
+      if (!ms.ok() || *ms <= 0) {
+        return absl::InvalidArgumentError("snapshot-interval must be a duration such as \"5s\"");
+      }
+      config->snapshot_interval_ms = *ms;
+    } else if (key == "snapshot-strict") {
+      auto b = value.value<bool>();
+      if (!b) return absl::InvalidArgumentError("snapshot-strict must be true or false");
+      config->snapshot_strict = *b;
     } else if (key == "port" || key == "threads" || key == "maxclients" || key == "timeout" ||
-               key == "max-keys") {
+               key == "max-keys" || key == "metrics-port") {
       number = TomlInt(value, key, /*memory=*/false);
       if (!number.ok()) return number.status();
       if (key == "port") config->port = static_cast<int>(*number);
@@ -163,6 +180,7 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
       if (key == "maxclients") config->maxclients = *number;
       if (key == "timeout") config->timeout_s = *number;
       if (key == "max-keys") config->max_keys = static_cast<size_t>(*number);
+      if (key == "metrics-port") config->metrics_port = static_cast<int>(*number);
     } else if (key == "max-memory" || key == "client-output-limit") {
       number = TomlInt(value, key, /*memory=*/true);
       if (!number.ok()) return number.status();
@@ -189,6 +207,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   CommandLine cl;
   ServerConfig& c = cl.config;
   std::string max_memory = "0", output_limit = "64mb", protected_mode = "yes";
+  std::string snapshot_interval = "3s";
   po::options_description desc("Options");
   // clang-format off
   desc.add_options()
@@ -216,6 +235,17 @@ CommandLine ParseCommandLine(int argc, char** argv) {
        "unsent reply bytes after which a client that does not read is disconnected")
       ("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
        "yes|no: refuse a non-loopback --bind without --requirepass")
+      ("snapshot", po::value<std::string>(&c.snapshot_file),
+       "FILE for limiter state and policies: loaded at start, saved periodically and on "
+       "SIGTERM/SIGINT")
+      ("snapshot-interval", po::value<std::string>(&snapshot_interval)->default_value("3s"),
+       "how often the snapshot is saved, e.g. 1s or 500ms (at most one interval of grants is lost "
+       "on a crash)")
+      ("snapshot-strict", po::bool_switch(&c.snapshot_strict),
+       "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
+       "start empty)")
+      ("metrics-port", po::value<int>(&c.metrics_port)->default_value(0),
+       "Prometheus endpoint (GET /metrics) on the --bind address (0 = off)")
       ("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
   // clang-format on
   po::variables_map vm;
@@ -253,6 +283,11 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   auto pm = ParseYesNo(protected_mode);
   if (!pm.ok()) return fail(fmt::format("--protected-mode: {}", ToStd(pm.status().message())));
   c.protected_mode = *pm;
+  auto interval = rl::ParseDurationMs(snapshot_interval);
+  if (!interval.ok()) {
+    return fail(fmt::format("--snapshot-interval: {}", ToStd(interval.status().message())));
+  }
+  c.snapshot_interval_ms = *interval;
 
   if (!c.config_file.empty()) {
     // Flags typed on the command line win over the file.
@@ -264,6 +299,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     if (!st.ok()) return fail(ToStd(st.message()));
   }
   if (c.port < 0 || c.port > 65535) return fail("--port must be in 0..65535");
+  if (c.metrics_port < 0 || c.metrics_port > 65535) return fail("--metrics-port must be in 0..65535");
   if (c.threads < 0 || c.threads > 256) return fail("--threads must be in 0..256");
   if (c.threads == 0) c.threads = std::max(1u, std::thread::hardware_concurrency());
   if (c.maxclients < 1) return fail("--maxclients must be at least 1");

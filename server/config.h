@@ -27,6 +27,10 @@ struct ServerConfig {
   size_t client_output_limit = 64 << 20;  // bytes of unsent replies before a client is dropped
   size_t client_query_limit = 1 << 30;    // bytes of unparsed input kept for one client
   bool quiet = false;              // no log lines on stderr
+  std::string snapshot_file;       // limiter state + policies; empty = no snapshots
+  int64_t snapshot_interval_ms = 3000;  // periodic save; also on SIGTERM/SIGINT
+  bool snapshot_strict = false;    // refuse to start when the snapshot cannot be loaded
+  int metrics_port = 0;            // Prometheus GET /metrics on --bind; 0 = off
   // (name, spec) from the config file's [policies] table, in file order.
   std::vector<std::pair<std::string, std::string>> policies;
 };

@@ -2,6 +2,7 @@
 #include "connection.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -177,7 +178,12 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
   }
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats};
+  auto started = std::chrono::steady_clock::now();
   spec->handler(ctx);
+  stats.RecordLatency(spec->group == "rl" ? kFamilyRl : kFamilyOther,
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count());
   if (session_.authenticated != was_authenticated) UpdateParserLimits();
   if (session_.close_after_reply) read_closed_ = true;
 }

@@ -33,11 +33,17 @@ class PolicyStore {
   }
   std::vector<std::shared_ptr<const rl::Policy>> List() const { return registry_.List(); }
   size_t size() const { return registry_.size(); }
+  // Whether `name` was defined by RL.POLICY SET rather than the config file (snapshots keep
+  // runtime policies; the file's own come back from the file).
+  bool IsRuntime(std::string_view name) const {
+    absl::MutexLock lock(&mu_);
+    return runtime_names_.contains(absl::string_view(name.data(), name.size()));
+  }
 
  private:
   rl::PolicyRegistry registry_;
   // Serializes SET/DEL against reloads so a reload never loses a concurrent SET.
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::flat_hash_set<std::string> runtime_names_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -13,6 +13,8 @@
 #include <fmt/core.h>
 
 #include "connection.h"
+#include "metrics_http.h"
+#include "snapshot.h"
 
 namespace rl::server {
 namespace asio = boost::asio;
@@ -128,6 +130,17 @@ absl::Status Server::Start() {
     state_.worker_stats.push_back(std::make_unique<WorkerStats>());
     workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get()));
   }
+  // Before listening: no check may run on an empty limiter that a snapshot would fill.
+  snapshotter_ = std::make_unique<Snapshotter>(&state_);
+  state_.snapshotter = snapshotter_.get();
+  st = snapshotter_->Load();
+  if (!st.ok()) return st;
+  if (c.metrics_port > 0) {
+    metrics_ = std::make_unique<MetricsHttpServer>(&state_);
+    st = metrics_->Listen(c.bind, c.metrics_port);
+    if (!st.ok()) return st;
+    state_.metrics_port = metrics_->port();
+  }
   asio::io_context& main_ctx = workers_[0]->context();
   boost::system::error_code ec;
   asio::ip::address address;
@@ -232,6 +245,8 @@ int Server::Run() {
   fmt::print("rl-server ready: listening on {}:{}\n", state_.config.bind, state_.port);
   std::fflush(stdout);
 
+  snapshotter_->StartPeriodic();
+  if (metrics_) metrics_->Start();
   std::vector<std::thread> threads;
   for (size_t i = 1; i < workers_.size(); ++i) {
     threads.emplace_back([w = workers_[i].get()] { w->Run(); });
@@ -260,8 +275,24 @@ int Server::Run() {
   }
   cv.notify_all();
   watchdog.join();
+  if (metrics_) metrics_->Stop();
+  // Every worker has stopped, so this snapshot holds every grant made.
+  snapshotter_->Stop();
+  int exit_code = 0;
+  if (!state_.config.snapshot_file.empty()) {
+    absl::Status saved = snapshotter_->Save();
+    if (saved.ok()) {
+      PersistenceStats ps = snapshotter_->Stats();
+      Log(state_.config, fmt::format("snapshot saved to {}: {} states in {} ms",
+                                     state_.config.snapshot_file, ps.last_save_keys,
+                                     ps.last_save_duration_us / 1000));
+    } else {
+      Log(state_.config, fmt::format("final snapshot failed: {}", ToStd(saved.message())));
+      exit_code = 1;  // a supervisor should notice that state was lost
+    }
+  }
   Log(state_.config, "bye");
-  return 0;
+  return exit_code;
 }
 
 }  // namespace rl::server

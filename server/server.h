@@ -21,6 +21,8 @@
 namespace rl::server {
 
 class Connection;
+class MetricsHttpServer;
+class Snapshotter;
 
 // One I/O thread: its io_context, its connections and its counters.
 class Worker {
@@ -69,6 +71,8 @@ class Server {
   void Shutdown();
 
   ServerState state_;
+  std::unique_ptr<Snapshotter> snapshotter_;  // after state_: it reads state_ until destroyed
+  std::unique_ptr<MetricsHttpServer> metrics_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<boost::asio::signal_set> signals_;

@@ -16,6 +16,8 @@
 
 namespace rl::server {
 
+class Snapshotter;
+
 struct ServerState {
   ServerConfig config;
   std::unique_ptr<rl::Limiter> limiter;
@@ -27,6 +29,8 @@ struct ServerState {
   int port = 0;                // the port actually bound
   int64_t start_steady_ms = 0;
   std::string run_id;          // 40 hex chars, as Redis
+  Snapshotter* snapshotter = nullptr;  // owned by Server; null until Start
+  int metrics_port = 0;        // the Prometheus port actually bound; 0 = off
 };
 
 // Constant-time comparison of a password guess (time depends only on the guess's length).

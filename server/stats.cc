@@ -1,29 +1,63 @@
 // Per-thread counters; see stats.h.
 #include "stats.h"
 
+#include <algorithm>
+
 namespace rl::server {
 
 void WorkerStats::RecordCheck(std::string_view policy, bool allowed, bool shadow, int64_t limit,
                               int64_t remaining) {
-  absl::MutexLock lock(&mu_);
-  auto it = per_policy_.find(absl::string_view(policy.data(), policy.size()));
-  if (it == per_policy_.end()) it = per_policy_.emplace(std::string(policy), PolicyCounters{}).first;
-  PolicyCounters& c = it->second;
-  ++c.checks;
-  if (shadow) {
-    ++c.shadow_denied;
-    ++c.allowed;
-  } else if (allowed) {
-    ++c.allowed;
-    if (limit > 0 && remaining * 5 < limit) ++c.near_limit;
-  } else {
-    ++c.denied;
+  absl::string_view name(policy.data(), policy.size());
+  auto it = per_policy_.find(name);
+  if (it == per_policy_.end()) {
+    absl::MutexLock lock(&mu_);
+    it = per_policy_.emplace(std::string(policy), std::make_unique<Counters>()).first;
   }
+  Counters& c = *it->second;
+  Bump(c.checks);
+  if (shadow) {
+    Bump(c.shadow_denied);
+    Bump(c.allowed);
+  } else if (allowed) {
+    Bump(c.allowed);
+    if (limit > 0 && remaining * 5 < limit) Bump(c.near_limit);
+  } else {
+    Bump(c.denied);
+  }
+}
+
+void WorkerStats::RecordLatency(CommandFamily family, int64_t ns) {
+  if (ns < 0) ns = 0;
+  Histogram& h = latency_[family];
+  size_t bucket = static_cast<size_t>(
+      std::lower_bound(kLatencyBoundsNs.begin(), kLatencyBoundsNs.end(), ns) -
+      kLatencyBoundsNs.begin());
+  Bump(h.buckets[bucket]);
+  Bump(h.sum_ns, static_cast<uint64_t>(ns));
+  Bump(h.count);
 }
 
 void WorkerStats::AddTo(std::map<std::string, PolicyCounters>* out) const {
   absl::MutexLock lock(&mu_);
-  for (const auto& [name, counters] : per_policy_) (*out)[name].Add(counters);
+  for (const auto& [name, c] : per_policy_) {
+    PolicyCounters& o = (*out)[name];
+    o.checks += c->checks.load(std::memory_order_relaxed);
+    o.allowed += c->allowed.load(std::memory_order_relaxed);
+    o.denied += c->denied.load(std::memory_order_relaxed);
+    o.shadow_denied += c->shadow_denied.load(std::memory_order_relaxed);
+    o.near_limit += c->near_limit.load(std::memory_order_relaxed);
+  }
+}
+
+void WorkerStats::AddLatency(LatencySnapshot* out) const {
+  for (int f = 0; f < kCommandFamilies; ++f) {
+    const Histogram& h = latency_[f];
+    for (size_t b = 0; b < h.buckets.size(); ++b) {
+      out->buckets[f][b] += h.buckets[b].load(std::memory_order_relaxed);
+    }
+    out->sum_ns[f] += h.sum_ns.load(std::memory_order_relaxed);
+    out->count[f] += h.count.load(std::memory_order_relaxed);
+  }
 }
 
 }  // namespace rl::server

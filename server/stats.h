@@ -1,11 +1,14 @@
-// Server counters for INFO: per I/O thread, so the hot path increments plain counters owned by
-// its thread; INFO sums them. Per-policy counters (checks/allowed/denied/...) are keyed by
-// policy name ("" = inline limits, "cl.throttle" = CL.THROTTLE).
+// Server counters for INFO and /metrics: per I/O thread, so the hot path bumps relaxed atomics
+// owned by its thread (single writer: a load and a store, no locked instruction, no mutex);
+// readers sum the threads. Per-policy counters (checks/allowed/denied/...) are keyed by policy
+// name ("" = inline limits, "cl.throttle" = CL.THROTTLE).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,24 +34,57 @@ struct PolicyCounters {
   }
 };
 
-// Owned by one I/O thread; written only by it, read by INFO from any thread.
+// Command execution time (handler only, not I/O) by family: RL.* and CL.THROTTLE vs the rest.
+enum CommandFamily : int { kFamilyRl = 0, kFamilyOther = 1, kCommandFamilies = 2 };
+inline constexpr std::string_view kFamilyNames[kCommandFamilies] = {"rl", "other"};
+// Upper bounds of the histogram buckets in nanoseconds; one more bucket holds the rest (+Inf).
+inline constexpr std::array<int64_t, 12> kLatencyBoundsNs = {
+    1'000,   2'500,   5'000,     10'000,     25'000,     50'000,
+    100'000, 250'000, 1'000'000, 10'000'000, 100'000'000, 1'000'000'000};
+
+// A summed copy of the histograms: per family, per-bucket counts (not cumulative), sum and count.
+struct LatencySnapshot {
+  std::array<std::array<uint64_t, kLatencyBoundsNs.size() + 1>, kCommandFamilies> buckets{};
+  std::array<uint64_t, kCommandFamilies> sum_ns{};
+  std::array<uint64_t, kCommandFamilies> count{};
+};
+
+// Owned by one I/O thread; written only by it, read by INFO and /metrics from any thread.
 class WorkerStats {
  public:
-  // One rate-limit decision. `denied` is the engine's answer, `shadow` whether a shadow policy
-  // turned it into an allow.
+  // One rate-limit decision. `allowed` is the engine's answer, `shadow` whether a shadow policy
+  // turned a denial into an allow.
   void RecordCheck(std::string_view policy, bool allowed, bool shadow, int64_t limit,
                    int64_t remaining);
-  void RecordCommand() { commands_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordCommand() { Bump(commands_); }
+  void RecordLatency(CommandFamily family, int64_t ns);
 
   uint64_t commands() const { return commands_.load(std::memory_order_relaxed); }
   // Adds this worker's per-policy counters into *out.
   void AddTo(std::map<std::string, PolicyCounters>* out) const;
+  // Adds this worker's latency histograms into *out.
+  void AddLatency(LatencySnapshot* out) const;
 
  private:
+  struct Counters {
+    std::atomic<uint64_t> checks{0}, allowed{0}, denied{0}, shadow_denied{0}, near_limit{0};
+  };
+  struct Histogram {
+    std::array<std::atomic<uint64_t>, kLatencyBoundsNs.size() + 1> buckets{};
+    std::atomic<uint64_t> sum_ns{0};
+    std::atomic<uint64_t> count{0};
+  };
+  // Only the owning thread writes, so an increment needs no read-modify-write instruction.
+  static void Bump(std::atomic<uint64_t>& a, uint64_t n = 1) {
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
   std::atomic<uint64_t> commands_{0};
-  // Uncontended except while INFO reads it.
+  // The owning thread looks policies up without the lock (it is the only writer of the map) and
+  // takes it only to insert a new name; readers take it to iterate.
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, PolicyCounters> per_policy_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Counters>> per_policy_;
+  std::array<Histogram, kCommandFamilies> latency_;
 };
 
 // Server-wide counters not tied to a thread (connections come and go on any thread).

@@ -1,0 +1,47 @@
+// The Prometheus endpoint (--metrics-port): a tiny HTTP/1.1 server (Boost.Beast) on its own
+// thread and io_context, so a slow scraper never delays a rate-limit check. Serves GET/HEAD
+// /metrics (RenderMetrics); anything else gets 404 or 405. Bounded: request headers 8 KB, no
+// bodies, 10 s per request, 64 connections at once.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "absl/status/status.h"
+
+namespace rl::server {
+
+struct ServerState;
+
+class MetricsHttpServer {
+ public:
+  explicit MetricsHttpServer(const ServerState* state);
+  ~MetricsHttpServer();  // stops
+  MetricsHttpServer(const MetricsHttpServer&) = delete;
+  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
+
+  // Binds and listens on bind:port (port 0 = any free one). Errors name the address.
+  absl::Status Listen(const std::string& bind, int port);
+  // Serves on a thread of its own until Stop.
+  void Start();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  class Session;
+  void Accept();
+
+  const ServerState* state_;
+  std::atomic<int> sessions_{0};  // before ctx_: sessions may die with the io_context
+  boost::asio::io_context ctx_{1};
+  boost::asio::ip::tcp::acceptor acceptor_{ctx_};
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace rl::server

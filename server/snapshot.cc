@@ -1,0 +1,486 @@
+// Snapshot container, durable file writes, load at start, the periodic save thread, INFO
+// persistence and SAVE/BGSAVE/LASTSAVE; see snapshot.h.
+#include "snapshot.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/core.h>
+
+#include "command_table.h"
+#include "rl/limit.h"
+#include "rl/limiter.h"
+#include "server.h"
+#include "server_state.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace rl::server {
+namespace {
+
+constexpr char kMagic[8] = {'R', 'L', 'S', 'R', 'V', 'S', 'N', 'P'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kMaxNameOrSpec = 1 << 16;
+
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+void PutString(std::string* out, std::string_view s) {
+  Put<uint32_t>(out, static_cast<uint32_t>(s.size()));
+  out->append(s);
+}
+
+// Bounds-checked reads over untrusted bytes.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (left() < sizeof(T)) return false;
+    std::memcpy(v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool GetBytes(size_t n, std::string_view* out) {
+    if (left() < n) return false;
+    *out = data_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool GetString(std::string* out) {
+    uint32_t n;
+    std::string_view bytes;
+    if (!Get(&n) || n > kMaxNameOrSpec || !GetBytes(n, &bytes)) return false;
+    out->assign(bytes);
+    return true;
+  }
+  size_t left() const { return data_.size() - pos_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+std::string Errno(std::string_view what, const std::string& path) {
+  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
+}
+
+absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::InternalError(Errno("cannot write", path));
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(path);
+    return absl::InternalError(Errno("cannot open", path));
+  }
+  std::string data;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      absl::Status err = absl::InternalError(Errno("cannot read", path));
+      ::close(fd);
+      return err;
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+int64_t WallMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+}  // namespace
+
+void EncodeSnapshot(int64_t saved_wall_ms, uint64_t states,
+                    const std::vector<SavedPolicy>& policies, std::string_view state,
+                    std::string* prefix, std::string* suffix) {
+  prefix->assign(kMagic, sizeof(kMagic));
+  Put<uint32_t>(prefix, kVersion);
+  Put<uint32_t>(prefix, 0);
+  Put<int64_t>(prefix, saved_wall_ms);
+  Put<uint64_t>(prefix, states);
+  Put<uint32_t>(prefix, static_cast<uint32_t>(policies.size()));
+  for (const SavedPolicy& p : policies) {
+    Put<uint8_t>(prefix, p.runtime ? 1 : 0);
+    PutString(prefix, p.name);
+    PutString(prefix, p.spec);
+  }
+  Put<uint64_t>(prefix, state.size());
+  XXH64_state_t* h = XXH64_createState();
+  XXH64_reset(h, 0);
+  XXH64_update(h, prefix->data(), prefix->size());
+  XXH64_update(h, state.data(), state.size());
+  uint64_t sum = XXH64_digest(h);
+  XXH64_freeState(h);
+  suffix->clear();
+  Put<uint64_t>(suffix, sum);
+}
+
+absl::Status DecodeSnapshot(std::string_view data, DecodedSnapshot* out) {
+  if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError("not an rl-server snapshot (bad magic or empty file)");
+  }
+  uint64_t sum;
+  std::memcpy(&sum, data.data() + data.size() - 8, 8);
+  std::string_view body = data.substr(0, data.size() - 8);
+  if (XXH64(body.data(), body.size(), 0) != sum) {
+    return absl::DataLossError(
+        fmt::format("checksum mismatch ({} bytes; truncated or corrupt)", data.size()));
+  }
+  Reader r(body.substr(sizeof(kMagic)));
+  uint32_t version, flags, count;
+  if (!r.Get(&version) || !r.Get(&flags)) return absl::DataLossError("header truncated");
+  if (version != kVersion) {
+    return absl::InvalidArgumentError(fmt::format("unsupported snapshot version {}", version));
+  }
+  if (!r.Get(&out->saved_wall_ms) || !r.Get(&out->states) || !r.Get(&count)) {
+    return absl::DataLossError("header truncated");
+  }
+  if (count > r.left() / 9) return absl::DataLossError("bad policy count");
+  out->policies.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    SavedPolicy p;
+    uint8_t runtime;
+    if (!r.Get(&runtime) || !r.GetString(&p.name) || !r.GetString(&p.spec)) {
+      return absl::DataLossError("policy record truncated");
+    }
+    p.runtime = runtime != 0;
+    out->policies.push_back(std::move(p));
+  }
+  uint64_t state_len;
+  if (!r.Get(&state_len) || state_len != r.left() || !r.GetBytes(state_len, &out->state)) {
+    return absl::DataLossError("engine state length does not match the file");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(Errno("cannot create", tmp));
+  absl::Status st;
+  for (std::string_view part : parts) {
+    st = WriteAll(fd, part, tmp);
+    if (!st.ok()) break;
+  }
+  // The data must be on disk before the rename makes it the snapshot.
+  if (st.ok() && ::fsync(fd) != 0) st = absl::InternalError(Errno("cannot fsync", tmp));
+  if (::close(fd) != 0 && st.ok()) st = absl::InternalError(Errno("cannot close", tmp));
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = absl::InternalError(Errno("cannot rename over", path));
+  }
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  // And the rename itself must survive a power loss.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return absl::InternalError(Errno("cannot open directory", dir));
+  int rc = ::fsync(dfd);
+  ::close(dfd);
+  if (rc != 0) return absl::InternalError(Errno("cannot fsync directory", dir));
+  return absl::OkStatus();
+}
+
+// ---- Snapshotter ----
+
+Snapshotter::Snapshotter(ServerState* state) : state_(state) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_.enabled = !state_->config.snapshot_file.empty();
+}
+
+Snapshotter::~Snapshotter() { Stop(); }
+
+void Snapshotter::Log(std::string_view message) const {
+  if (state_->config.quiet) return;
+  fmt::print(stderr, "rl-server: {}\n", message);
+  std::fflush(stderr);
+}
+
+uint64_t Snapshotter::TotalCommands() const {
+  uint64_t n = 0;
+  for (const auto& ws : state_->worker_stats) n += ws->commands();
+  return n;
+}
+
+absl::Status Snapshotter::Load() {
+  const std::string& path = state_->config.snapshot_file;
+  if (path.empty()) return absl::OkStatus();
+  auto started = std::chrono::steady_clock::now();
+  auto data = ReadFile(path);
+  if (absl::IsNotFound(data.status())) {
+    Log(fmt::format("no snapshot at {} yet; starting empty", path));
+    absl::MutexLock lock(&stats_mu_);
+    stats_.load_status = "missing";
+    return absl::OkStatus();
+  }
+  DecodedSnapshot snap;
+  absl::Status st = data.status();
+  if (st.ok()) st = DecodeSnapshot(*data, &snap);
+  // Parse every policy before changing anything, so a bad file changes nothing.
+  std::vector<rl::Policy> restore;
+  for (const SavedPolicy& p : snap.policies) {
+    if (!st.ok()) break;
+    if (!p.runtime) continue;  // the config file is authoritative for its own policies
+    bool in_file = false;
+    for (const auto& [name, spec] : state_->config.policies) in_file = in_file || name == p.name;
+    if (in_file) continue;
+    auto policy = rl::ParsePolicy(p.name, std::string_view(p.spec));
+    if (!policy.ok()) {
+      st = absl::DataLossError(
+          fmt::format("policy '{}': {}", p.name, ToStd(policy.status().message())));
+      break;
+    }
+    restore.push_back(std::move(*policy));
+  }
+  if (st.ok()) st = state_->limiter->ImportState(snap.state);
+  if (!st.ok()) {
+    std::string message = fmt::format("cannot load snapshot {}: {}", path, ToStd(st.message()));
+    {
+      absl::MutexLock lock(&stats_mu_);
+      stats_.load_status = "error";
+      stats_.load_error = message;
+    }
+    if (state_->config.snapshot_strict) {
+      return absl::DataLossError(fmt::format("{} (--snapshot-strict: refusing to start)", message));
+    }
+    // Keep the evidence: the next save would otherwise overwrite it.
+    std::string aside = path + ".bad";
+    bool moved = data.ok() && ::rename(path.c_str(), aside.c_str()) == 0;
+    Log(fmt::format("{}; starting empty{}", message,
+                    moved ? fmt::format(" (the file was moved to {})", aside) : ""));
+    return absl::OkStatus();
+  }
+  for (rl::Policy& policy : restore) {
+    absl::Status ps = state_->policies.SetRuntime(std::move(policy));
+    if (!ps.ok()) Log(fmt::format("snapshot policy skipped: {}", ToStd(ps.message())));
+  }
+  int64_t us = MicrosSince(started);
+  uint64_t kept = state_->limiter->KeyCount();
+  Log(fmt::format("loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
+                  "policies, saved {} ms ago, in {} ms",
+                  path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms,
+                  us / 1000));
+  absl::MutexLock lock(&stats_mu_);
+  stats_.load_status = "ok";
+  stats_.load_file_keys = snap.states;
+  stats_.load_keys = kept;
+  stats_.load_policies = restore.size();
+  stats_.load_duration_us = us;
+  return absl::OkStatus();
+}
+
+absl::Status Snapshotter::Save() {
+  const std::string& path = state_->config.snapshot_file;
+  if (path.empty()) return absl::FailedPreconditionError("snapshots are off (no --snapshot FILE)");
+  std::lock_guard<std::mutex> save_lock(save_mu_);
+  {
+    absl::MutexLock lock(&stats_mu_);
+    stats_.in_progress = true;
+  }
+  auto started = std::chrono::steady_clock::now();
+  // Read before exporting: commands that run during the export are saved again next time.
+  uint64_t commands = TotalCommands();
+  std::vector<SavedPolicy> policies;
+  for (const auto& p : state_->policies.List()) {
+    policies.push_back({p->name, rl::FormatPolicy(*p), state_->policies.IsRuntime(p->name)});
+  }
+  uint64_t states = state_->limiter->KeyCount();
+  std::string engine, prefix, suffix;
+  absl::Status st = state_->limiter->ExportState(&engine);
+  if (st.ok()) {
+    EncodeSnapshot(WallMs(), states, policies, engine, &prefix, &suffix);
+    st = WriteFileDurably(path, {prefix, engine, suffix});
+  }
+  int64_t us = MicrosSince(started);
+  absl::MutexLock lock(&stats_mu_);
+  stats_.in_progress = false;
+  stats_.last_save_ok = st.ok();
+  if (!st.ok()) {
+    ++stats_.save_errors;
+    stats_.last_error = std::string(ToStd(st.message()));
+    return st;
+  }
+  ++stats_.saves;
+  stats_.last_save_wall_ms = WallMs();
+  stats_.last_save_duration_us = us;
+  stats_.last_save_keys = states;
+  stats_.last_save_policies = policies.size();
+  stats_.last_save_bytes = prefix.size() + engine.size() + suffix.size();
+  commands_at_save_ = commands;
+  return absl::OkStatus();
+}
+
+void Snapshotter::StartPeriodic() {
+  if (state_->config.snapshot_file.empty() || thread_.joinable()) return;
+  {
+    absl::MutexLock lock(&stats_mu_);
+    commands_at_save_ = TotalCommands();  // a fresh start with nothing loaded changes nothing
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Snapshotter::Loop() {
+  const auto interval = std::chrono::milliseconds(state_->config.snapshot_interval_ms);
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stop_) {
+    loop_cv_.wait_for(lock, interval, [this] { return stop_ || save_requested_; });
+    if (stop_) break;
+    bool requested = save_requested_;
+    save_requested_ = false;
+    lock.unlock();
+    bool changed;
+    {
+      absl::MutexLock stats_lock(&stats_mu_);
+      changed = TotalCommands() != commands_at_save_;
+    }
+    if (requested || changed) {
+      absl::Status st = Save();
+      if (!st.ok()) Log(fmt::format("snapshot save failed: {}", ToStd(st.message())));
+    }
+    lock.lock();
+  }
+}
+
+void Snapshotter::RequestSave() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    save_requested_ = true;
+  }
+  loop_cv_.notify_one();
+}
+
+void Snapshotter::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stop_ = true;
+  }
+  loop_cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+PersistenceStats Snapshotter::Stats() const {
+  absl::MutexLock lock(&stats_mu_);
+  PersistenceStats out = stats_;
+  uint64_t now = TotalCommands();
+  out.changes_since_save = now > commands_at_save_ ? now - commands_at_save_ : 0;
+  return out;
+}
+
+std::string PersistenceInfo(const ServerState& state) {
+  PersistenceStats s;
+  if (state.snapshotter != nullptr) s = state.snapshotter->Stats();
+  auto oneline = [](std::string text) {
+    for (char& c : text) {
+      if (c == '\r' || c == '\n') c = ' ';
+    }
+    return text;
+  };
+  // The rdb_* and loading fields keep Redis tooling (redis-cli --stat, exporters) working.
+  return fmt::format(
+      "# Persistence\r\nloading:0\r\nsnapshot_enabled:{}\r\nsnapshot_file:{}\r\n"
+      "snapshot_interval_ms:{}\r\nsnapshot_in_progress:{}\r\nsnapshot_changes_since_last_save:{}"
+      "\r\nsnapshot_saves:{}\r\nsnapshot_save_errors:{}\r\nsnapshot_last_save_time:{}\r\n"
+      "snapshot_last_save_time_ms:{}\r\nsnapshot_last_save_duration_ms:{:.3f}\r\n"
+      "snapshot_last_save_keys:{}\r\nsnapshot_last_save_policies:{}\r\n"
+      "snapshot_last_save_bytes:{}\r\nsnapshot_last_save_status:{}\r\nsnapshot_last_error:{}\r\n"
+      "snapshot_load_status:{}\r\nsnapshot_load_error:{}\r\nsnapshot_load_file_keys:{}\r\n"
+      "snapshot_load_keys:{}\r\nsnapshot_load_policies:{}\r\nsnapshot_load_duration_ms:{:.3f}\r\n"
+      "rdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\n"
+      "rdb_last_bgsave_status:{}\r\n",
+      s.enabled ? 1 : 0, state.config.snapshot_file, state.config.snapshot_interval_ms,
+      s.in_progress ? 1 : 0, s.changes_since_save, s.saves, s.save_errors,
+      s.last_save_wall_ms / 1000, s.last_save_wall_ms, s.last_save_duration_us / 1000.0,
+      s.last_save_keys, s.last_save_policies, s.last_save_bytes, s.last_save_ok ? "ok" : "err",
+      oneline(s.last_error), s.load_status, oneline(s.load_error), s.load_file_keys, s.load_keys,
+      s.load_policies, s.load_duration_us / 1000.0, s.changes_since_save, s.in_progress ? 1 : 0,
+      s.last_save_wall_ms / 1000, s.last_save_ok ? "ok" : "err");
+}
+
+// ---- SAVE, BGSAVE, LASTSAVE ----
+
+namespace {
+
+bool SnapshotsOff(CommandContext& ctx) {
+  if (ctx.state.snapshotter != nullptr && !ctx.state.config.snapshot_file.empty()) return false;
+  ctx.w.Error("ERR snapshots are off: start rl-server with --snapshot FILE");
+  return true;
+}
+
+// Blocks this I/O thread for the save, as Redis's SAVE does; BGSAVE does not.
+void SaveCmd(CommandContext& ctx) {
+  if (SnapshotsOff(ctx)) return;
+  absl::Status st = ctx.state.snapshotter->Save();
+  if (!st.ok()) return ctx.w.Error(fmt::format("ERR snapshot failed: {}", ToStd(st.message())));
+  ctx.w.SimpleString("OK");
+}
+
+void BgSaveCmd(CommandContext& ctx) {
+  if (SnapshotsOff(ctx)) return;
+  ctx.state.snapshotter->RequestSave();
+  ctx.w.SimpleString("Background saving started");
+}
+
+void LastSaveCmd(CommandContext& ctx) {
+  int64_t ms = ctx.state.snapshotter ? ctx.state.snapshotter->Stats().last_save_wall_ms : 0;
+  ctx.w.Integer(ms / 1000);
+}
+
+CommandSpec Row(std::string name, uint32_t flags, Handler handler, std::string summary) {
+  CommandSpec spec;
+  spec.name = std::move(name);
+  spec.arity = 1;
+  spec.flags = flags;
+  spec.handler = handler;
+  spec.group = "server";
+  spec.summary = std::move(summary);
+  spec.since = "1.0.0";
+  spec.complexity = "O(N) where N is the number of limiter states";
+  return spec;
+}
+
+}  // namespace
+
+void AddPersistenceCommands(std::vector<CommandSpec>* rows) {
+  rows->push_back(Row("save", kCmdAdmin, SaveCmd,
+                      "Writes the snapshot (limiter state and runtime policies) now and waits."));
+  rows->push_back(Row("bgsave", kCmdAdmin, BgSaveCmd,
+                      "Asks the snapshot thread to write the snapshot now."));
+  rows->push_back(Row("lastsave", kCmdFast | kCmdLoading | kCmdStale, LastSaveCmd,
+                      "Unix time of the last successful snapshot save (0 = never)."));
+}
+
+}  // namespace rl::server

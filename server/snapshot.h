@@ -1,0 +1,122 @@
+// Snapshots of rl-server: all limiter state plus the runtime policies (RL.POLICY SET), saved to
+// one file periodically on a thread of its own and on SIGTERM/SIGINT, and loaded at start, so a
+// restart does not hand every client a fresh burst.
+//
+// File layout (little-endian): "RLSRVSNP", u32 version, u32 flags (0), i64 wall ms at save,
+// u64 states at save, u32 policy count, per policy {u8 runtime, u32 name length, name, u32 spec
+// length, spec (FormatPolicy)}, u64 length of the engine snapshot, the engine snapshot
+// (Limiter::ExportState: its own version and checksum, times in wall-clock ms), then u64 XXH64
+// of everything before it. A save writes FILE.tmp, fsyncs it, renames it over FILE and fsyncs
+// the directory, so a crash at any point leaves the last good snapshot in place.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+
+namespace rl::server {
+
+struct ServerState;
+struct CommandSpec;
+
+// One policy as a snapshot stores it.
+struct SavedPolicy {
+  std::string name;
+  std::string spec;      // FormatPolicy text; ParsePolicy round-trips it
+  bool runtime = false;  // defined by RL.POLICY SET (the config file's own are not restored)
+};
+
+// A decoded snapshot file; `state` points into the decoded buffer.
+struct DecodedSnapshot {
+  int64_t saved_wall_ms = 0;
+  uint64_t states = 0;
+  std::vector<SavedPolicy> policies;
+  std::string_view state;
+};
+
+// The container without the engine bytes: header + policies + state length (prefix) and the
+// checksum over prefix + state (suffix). Split so a save never copies the engine snapshot.
+void EncodeSnapshot(int64_t saved_wall_ms, uint64_t states,
+                    const std::vector<SavedPolicy>& policies, std::string_view state,
+                    std::string* prefix, std::string* suffix);
+// Verifies magic, version, bounds and checksum. Errors name what is wrong; never crashes.
+absl::Status DecodeSnapshot(std::string_view data, DecodedSnapshot* out);
+// Writes `parts` to path.tmp, fsyncs, renames over `path`, fsyncs the directory.
+absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts);
+
+// What INFO persistence and /metrics show.
+struct PersistenceStats {
+  bool enabled = false;
+  bool in_progress = false;
+  uint64_t saves = 0;
+  uint64_t save_errors = 0;
+  int64_t last_save_wall_ms = 0;       // 0 = never
+  int64_t last_save_duration_us = 0;
+  uint64_t last_save_keys = 0;
+  uint64_t last_save_policies = 0;
+  uint64_t last_save_bytes = 0;
+  bool last_save_ok = true;
+  std::string last_error;
+  uint64_t changes_since_save = 0;     // commands processed since the last save
+  std::string load_status = "none";    // none | missing | ok | error
+  std::string load_error;
+  uint64_t load_file_keys = 0;         // states in the file
+  uint64_t load_keys = 0;              // states kept (the rest had refilled by load time)
+  uint64_t load_policies = 0;
+  int64_t load_duration_us = 0;
+};
+
+class Snapshotter {
+ public:
+  explicit Snapshotter(ServerState* state);
+  ~Snapshotter();  // stops the thread; does not save
+  Snapshotter(const Snapshotter&) = delete;
+  Snapshotter& operator=(const Snapshotter&) = delete;
+
+  // Loads --snapshot into the empty limiter and the policy store. A missing file is a clean
+  // start; a bad one is logged, moved aside to FILE.bad and the server starts empty — unless
+  // --snapshot-strict, which returns the error (the server then refuses to start).
+  absl::Status Load();
+  // Starts the periodic save thread: every interval, when commands ran since the last save.
+  void StartPeriodic();
+  // Stops the thread (a save in progress finishes first).
+  void Stop();
+  // Saves now on the calling thread, serialized with every other save.
+  absl::Status Save();
+  // BGSAVE: asks the thread to save at once.
+  void RequestSave();
+
+  PersistenceStats Stats() const;
+
+ private:
+  void Loop();
+  uint64_t TotalCommands() const;
+  void Log(std::string_view message) const;
+
+  ServerState* state_;
+  std::mutex save_mu_;  // one save at a time
+  mutable absl::Mutex stats_mu_;
+  PersistenceStats stats_ ABSL_GUARDED_BY(stats_mu_);
+  uint64_t commands_at_save_ ABSL_GUARDED_BY(stats_mu_) = 0;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stop_ = false;            // guarded by loop_mu_
+  bool save_requested_ = false;  // guarded by loop_mu_
+  std::thread thread_;
+};
+
+// INFO's "# Persistence" section (without the trailing blank line).
+std::string PersistenceInfo(const ServerState& state);
+
+// SAVE, BGSAVE, LASTSAVE.
+void AddPersistenceCommands(std::vector<CommandSpec>* rows);
+
+}  // namespace rl::server
