@@ -1,8 +1,9 @@
 # Install rules and the CMake package for the embedded library, so another project can do
 #   find_package(rl 0.1 REQUIRED)
-#   target_link_libraries(app PRIVATE rl::core)
-# Included by the top-level CMakeLists after every target exists. Only the engine (rl::core) and
-# its public headers are installed: the server, the HTTP example and the tests stay in the tree.
+#   target_link_libraries(app PRIVATE rl::core)     # the in-process engine
+#   target_link_libraries(app PRIVATE rl::client)   # rl::RemoteLimiter (rl-server over RESP)
+# Included by the top-level CMakeLists after every target exists. The libraries and their public
+# headers are installed; the HTTP example and the tests stay in the tree.
 include(CMakePackageConfigHelpers)
 
 # A project that pulls rl in with add_subdirectory/FetchContent usually does not want rl's files in
@@ -27,6 +28,17 @@ install(TARGETS rl_core
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/rl
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
+if(TARGET rl_client)
+  set_target_properties(rl_client PROPERTIES EXPORT_NAME client)
+  install(TARGETS rl_client
+    EXPORT rlTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  # Its public headers include no Boost: Asio stays an implementation detail.
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/include/rl
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+    FILES_MATCHING PATTERN "*.h")
+endif()
 install(EXPORT rlTargets
   NAMESPACE rl::
   DESTINATION ${RL_INSTALL_CMAKEDIR})
