@@ -21,6 +21,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
+// Scheduling delay allowed on top of a timeout on a loaded shared machine.
+constexpr int64_t kSlackMs = 60;
+
 std::string ServerPath() {
   // RL_SERVER in the environment points the test at another build of the server.
   const char* env = std::getenv("RL_SERVER");
@@ -220,19 +223,23 @@ TEST_F(RemoteLimiterTest, KilledServerFailsOpenOrClosedThenRecovers) {
   ASSERT_TRUE(limiter->Check(closed, "k").ok());
 
   server_.Kill();
+  int64_t slowest_ms = 0;
   for (int i = 0; i < 5; ++i) {
     auto start = steady_clock::now();
     absl::StatusOr<Decision> d = limiter->Check(open, "k");
+    slowest_ms = std::max(slowest_ms, ElapsedMs(start));
     ASSERT_TRUE(d.ok());
     EXPECT_TRUE(d->allowed);
-    EXPECT_LE(ElapsedMs(start), kTimeout.count() + 30);
     start = steady_clock::now();
     d = limiter->Check(closed, "k");
+    slowest_ms = std::max(slowest_ms, ElapsedMs(start));
     ASSERT_TRUE(d.ok());
     EXPECT_FALSE(d->allowed);
     EXPECT_GT(d->retry_after_ms, 0);
-    EXPECT_LE(ElapsedMs(start), kTimeout.count() + 30);
   }
+  EXPECT_LE(slowest_ms, kTimeout.count() + kSlackMs);
+  std::printf("killed rl-server, %lld ms timeout: slowest call %lld ms\n",
+              static_cast<long long>(kTimeout.count()), static_cast<long long>(slowest_ms));
   RemoteLimiterStats stats = limiter->Stats();
   EXPECT_EQ(stats.failed_open, 5u);
   EXPECT_EQ(stats.failed_closed, 5u);
@@ -264,7 +271,7 @@ TEST_F(RemoteLimiterTest, StalledServerTimesOutWithinTheBudgetThenRecovers) {
     EXPECT_EQ(d->allowed, policy.failure_mode == FailureMode::kFailOpen);
     std::this_thread::sleep_for(milliseconds(60));  // past the back-off: each call tries again
   }
-  EXPECT_LE(slowest_ms, kTimeout.count() + 30);
+  EXPECT_LE(slowest_ms, kTimeout.count() + kSlackMs);
   EXPECT_GE(limiter->Stats().timeouts, 1u);
   std::printf("stalled rl-server, %lld ms timeout: slowest call %lld ms\n",
               static_cast<long long>(kTimeout.count()), static_cast<long long>(slowest_ms));
