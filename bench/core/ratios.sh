@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs core_bench and prints, per algorithm and key count, the check cost next to the bare
 # absl::flat_hash_map find+update (ratio = check / bare, by CPU time per operation) and the
-# 2-thread speedup (items per second with 2 threads / with 1), plus the memory figures.
+# 2-thread speedup (items per second with 2 threads / with 1), plus the memory figures. The
+# speedup needs two idle cores; "cpu 2T/1T" (CPU time per check with 2 threads over 1 thread)
+# shows contention independently of machine load: 1.0 means the threads do not slow each other.
 # Usage: bench/core/ratios.sh [path/to/core_bench] [extra benchmark flags...]
 set -euo pipefail
 bin=${1:-build/bench/core/core_bench}
@@ -23,14 +25,19 @@ for r in runs:
     elif "Memory" in r["name"]:
         extra = {k: v for k, v in r.items() if k.endswith(("per_key", "per_request"))}
         mem.append((r["name"], extra))
-print(f"{'algorithm':<16}{'keys':>9}{'ns/check':>10}{'bare ns':>9}{'ratio':>7}{'2T/1T':>7}")
+print(f"{'algorithm':<16}{'keys':>9}{'ns/check':>10}{'bare ns':>9}{'ratio':>7}{'2T/1T':>7}"
+      f"{'cpu 2T/1T':>10}")
 for (alg, n, t) in sorted(k for k in cpu if k[2] == 1 and k[0] != "BARE_MAP"):
-    bare = cpu.get(("BARE_MAP", n, 1))
+    bare = cpu.get(("BARE_MAP", n, 1), float("nan"))
     two = ips.get((alg, n, 2), 0) / max(ips[(alg, n, 1)], 1)
-    print(f"{alg:<16}{n:>9}{cpu[(alg, n, 1)]:>10.1f}{bare:>9.1f}{cpu[(alg, n, 1)] / bare:>7.2f}{two:>7.2f}")
+    cpu2 = cpu.get((alg, n, 2), 0) / cpu[(alg, n, 1)]
+    print(f"{alg:<16}{n:>9}{cpu[(alg, n, 1)]:>10.1f}{bare:>9.1f}{cpu[(alg, n, 1)] / bare:>7.2f}"
+          f"{two:>7.2f}{cpu2:>10.2f}")
 for n in sorted({k[1] for k in cpu if k[0] == "BARE_MAP"}):
     two = ips.get(("BARE_MAP", n, 2), 0) / max(ips.get(("BARE_MAP", n, 1), 1), 1)
-    print(f"{'BARE_MAP':<16}{n:>9}{cpu[('BARE_MAP', n, 1)]:>10.1f}{'':>9}{'':>7}{two:>7.2f}")
+    cpu2 = cpu.get(("BARE_MAP", n, 2), 0) / cpu[("BARE_MAP", n, 1)]
+    print(f"{'BARE_MAP':<16}{n:>9}{cpu[('BARE_MAP', n, 1)]:>10.1f}{'':>9}{'':>7}{two:>7.2f}"
+          f"{cpu2:>10.2f}")
 for name, extra in mem:
     print(name, " ".join(f"{k}={v:.2f}" for k, v in extra.items()))
 PY
