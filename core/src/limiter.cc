@@ -384,7 +384,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     }
     for (size_t i = 0; i < lock_count; ++i) {
       Shard& sh = shards_[locked[i]];
-      MakeRoom(sh, now, keys, n);
+      if (Over(sh)) MakeRoom(sh, now, keys, n);
     }
   } else {
     // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest

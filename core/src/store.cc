@@ -24,9 +24,10 @@ TableKind TableFor(Algorithm algorithm) {
 }
 
 uint32_t ExpiryCodec::Encode(int64_t expiry_ms) const {
-  const int128 rel = int128{expiry_ms} - base_ms_;
+  int64_t rel;
+  if (__builtin_sub_overflow(expiry_ms, base_ms_, &rel)) return expiry_ms < 0 ? 0 : UINT32_MAX;
   if (rel <= 0) return 0;
-  const int128 units = (rel + (1 << kExpiryShift) - 1) >> kExpiryShift;
+  const uint64_t units = (static_cast<uint64_t>(rel) + (1u << kExpiryShift) - 1) >> kExpiryShift;
   return units >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(units);
 }
 
@@ -44,7 +45,9 @@ int64_t ExpiryCodec::Decode(uint32_t expiry) const {
 
 int64_t ExpiryCodec::ToRel(int64_t t) const {
   constexpr int64_t kMax = (int64_t{1} << 47) - 1;
-  return static_cast<int64_t>(std::clamp<int128>(int128{t} - base_ms_, -kMax - 1, kMax));
+  int64_t rel;
+  if (__builtin_sub_overflow(t, base_ms_, &rel)) return t < 0 ? -kMax - 1 : kMax;
+  return std::clamp<int64_t>(rel, -kMax - 1, kMax);
 }
 
 size_t Shard::MemoryBytes() const {
