@@ -31,7 +31,8 @@ namespace {
 constexpr size_t kDefaultShards = 256;
 constexpr size_t kMaxShards = 1 << 16;
 constexpr size_t kDefaultMaxKeys = size_t{1} << 24;  // 16.7 M
-// Budgeting estimate per state for max_memory_bytes (a token-bucket state measures ~55-66 B).
+// Budgeting estimate per state for max_memory_bytes (a token-bucket state measures 45-62 B
+// depending on where its table is in its growth cycle).
 constexpr size_t kBytesPerKeyEstimate = 64;
 
 size_t RoundUpPow2(size_t n) {
