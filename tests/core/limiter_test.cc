@@ -3,6 +3,9 @@
 // that stands still, changed limits), expiry, sweeping and eviction at the key bound.
 #include "rl/limiter.h"
 
+#include <chrono>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -307,6 +310,23 @@ TEST(LimiterBoundTest, MemoryBoundAndBackgroundSweeper) {
   EXPECT_GT(limiter.Stats().evictions, 0u);
   EXPECT_GT(limiter.Stats().memory_bytes, 0u);
   // The destructor stops and joins the sweeper thread.
+}
+
+TEST(LimiterBoundTest, BackgroundSweeperRemovesExpiredStates) {
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 1, .clock = &clock});
+  for (int i = 0; i < 100; ++i) {
+    (void)limiter.Check("", std::to_string(i), {{Algorithm::kGcra, 5, kSecond}});
+  }
+  EXPECT_EQ(limiter.KeyCount(), 100u);
+  clock.Advance(3 * kSecond);
+  // The sweeper runs every ms of real time; give it up to 10 s on a loaded machine.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (limiter.KeyCount() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(limiter.KeyCount(), 0u);
+  EXPECT_EQ(limiter.Stats().expired, 100u);
 }
 
 }  // namespace
