@@ -3,7 +3,9 @@
 #include "snapshot.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,29 +86,56 @@ absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(path);
-    return absl::InternalError(Errno("cannot open", path));
+// A read-only mapping of a whole file: a 40 MB snapshot is read with one populating mmap
+// instead of thousands of reads and page faults on a copy.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (addr_ != nullptr) ::munmap(addr_, size_);
   }
-  std::string data;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      absl::Status err = absl::InternalError(Errno("cannot read", path));
+
+  absl::Status Open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return absl::NotFoundError(path);
+      return absl::InternalError(Errno("cannot open", path));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      absl::Status err = absl::InternalError(Errno("cannot stat", path));
       ::close(fd);
       return err;
     }
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* addr = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (addr == MAP_FAILED) {
+        absl::Status err = absl::InternalError(Errno("cannot map", path));
+        ::close(fd);
+        return err;
+      }
+      addr_ = addr;
+    }
+    ::close(fd);
+    return absl::OkStatus();
   }
-  ::close(fd);
-  return data;
+  std::string_view data() const {
+    return addr_ == nullptr ? std::string_view() : std::string_view(static_cast<char*>(addr_), size_);
+  }
+
+ private:
+  void* addr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// CPU time of the calling thread: load times that mean something on a shared machine.
+int64_t ThreadCpuUs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000 + ts.tv_nsec / 1000;
 }
 
 int64_t WallMs() {
@@ -240,16 +269,18 @@ absl::Status Snapshotter::Load() {
   const std::string& path = state_->config.snapshot_file;
   if (path.empty()) return absl::OkStatus();
   auto started = std::chrono::steady_clock::now();
-  auto data = ReadFile(path);
-  if (absl::IsNotFound(data.status())) {
+  int64_t cpu_started = ThreadCpuUs();
+  MappedFile file;
+  absl::Status st = file.Open(path);
+  if (absl::IsNotFound(st)) {
     Log(fmt::format("no snapshot at {} yet; starting empty", path));
     absl::MutexLock lock(&stats_mu_);
     stats_.load_status = "missing";
     return absl::OkStatus();
   }
   DecodedSnapshot snap;
-  absl::Status st = data.status();
-  if (st.ok()) st = DecodeSnapshot(*data, &snap);
+  bool opened = st.ok();
+  if (st.ok()) st = DecodeSnapshot(file.data(), &snap);
   // Parse every policy before changing anything, so a bad file changes nothing.
   std::vector<rl::Policy> restore;
   for (const SavedPolicy& p : snap.policies) {
@@ -266,6 +297,7 @@ absl::Status Snapshotter::Load() {
     }
     restore.push_back(std::move(*policy));
   }
+  int64_t read_us = MicrosSince(started);
   if (st.ok()) st = state_->limiter->ImportState(snap.state);
   if (!st.ok()) {
     std::string message = fmt::format("cannot load snapshot {}: {}", path, ToStd(st.message()));
@@ -279,7 +311,7 @@ absl::Status Snapshotter::Load() {
     }
     // Keep the evidence: the next save would otherwise overwrite it.
     std::string aside = path + ".bad";
-    bool moved = data.ok() && ::rename(path.c_str(), aside.c_str()) == 0;
+    bool moved = opened && ::rename(path.c_str(), aside.c_str()) == 0;
     Log(fmt::format("{}; starting empty{}", message,
                     moved ? fmt::format(" (the file was moved to {})", aside) : ""));
     return absl::OkStatus();
@@ -289,17 +321,19 @@ absl::Status Snapshotter::Load() {
     if (!ps.ok()) Log(fmt::format("snapshot policy skipped: {}", ToStd(ps.message())));
   }
   int64_t us = MicrosSince(started);
+  int64_t cpu_us = ThreadCpuUs() - cpu_started;
   uint64_t kept = state_->limiter->KeyCount();
   Log(fmt::format("loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
-                  "policies, saved {} ms ago, in {} ms",
+                  "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
                   path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms,
-                  us / 1000));
+                  us / 1000, read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
   stats_.load_status = "ok";
   stats_.load_file_keys = snap.states;
   stats_.load_keys = kept;
   stats_.load_policies = restore.size();
   stats_.load_duration_us = us;
+  stats_.load_cpu_us = cpu_us;
   return absl::OkStatus();
 }
 
@@ -419,6 +453,7 @@ std::string PersistenceInfo(const ServerState& state) {
       "snapshot_last_save_bytes:{}\r\nsnapshot_last_save_status:{}\r\nsnapshot_last_error:{}\r\n"
       "snapshot_load_status:{}\r\nsnapshot_load_error:{}\r\nsnapshot_load_file_keys:{}\r\n"
       "snapshot_load_keys:{}\r\nsnapshot_load_policies:{}\r\nsnapshot_load_duration_ms:{:.3f}\r\n"
+      "snapshot_load_cpu_ms:{:.3f}\r\n"
       "rdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\n"
       "rdb_last_bgsave_status:{}\r\n",
       s.enabled ? 1 : 0, state.config.snapshot_file, state.config.snapshot_interval_ms,
@@ -426,7 +461,7 @@ std::string PersistenceInfo(const ServerState& state) {
       s.last_save_wall_ms / 1000, s.last_save_wall_ms, s.last_save_duration_us / 1000.0,
       s.last_save_keys, s.last_save_policies, s.last_save_bytes, s.last_save_ok ? "ok" : "err",
       oneline(s.last_error), s.load_status, oneline(s.load_error), s.load_file_keys, s.load_keys,
-      s.load_policies, s.load_duration_us / 1000.0, s.changes_since_save, s.in_progress ? 1 : 0,
+      s.load_policies, s.load_duration_us / 1000.0, s.load_cpu_us / 1000.0, s.changes_since_save, s.in_progress ? 1 : 0,
       s.last_save_wall_ms / 1000, s.last_save_ok ? "ok" : "err");
 }
 

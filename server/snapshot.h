@@ -71,6 +71,7 @@ struct PersistenceStats {
   uint64_t load_keys = 0;              // states kept (the rest had refilled by load time)
   uint64_t load_policies = 0;
   int64_t load_duration_us = 0;
+  int64_t load_cpu_us = 0;             // CPU time of the load (wall time includes waiting)
 };
 
 class Snapshotter {
