@@ -412,6 +412,10 @@ TEST_F(SnapshotTest, MillionStatesLoadInUnderASecond) {
                 thp ? " (hugetlb)" : "", save_ms, bytes / 1e6, load_ms, cpu_ms,
                 static_cast<long long>(ready_ms), loadavg[0]);
     EXPECT_LT(load_ms, 5000.0);
+    if (thp) {
+      EXPECT_EQ(c.Call({"RL.CHECK", "user:7", "SLIDING_LOG", "10", "1h"}).Ints()[2], 8)
+          << "a loaded sliding log still counts its request";
+    }
     loaded.Signal(SIGKILL);
     loaded.Wait(10000);
   }
@@ -419,11 +423,6 @@ TEST_F(SnapshotTest, MillionStatesLoadInUnderASecond) {
   RecordProperty("load_cpu_ms", static_cast<int>(cpu_ms));
   RecordProperty("file_bytes", static_cast<int>(bytes));
   EXPECT_LT(cpu_ms, 1000.0);
-  ServerProcess server(Flags());
-  ASSERT_GT(server.port(), 0);
-  RespClient c(server.port());
-  EXPECT_EQ(c.Call({"RL.CHECK", "user:7", "SLIDING_LOG", "10", "1h"}).Ints()[2], 8)
-      << "a loaded sliding log still counts its request";
 }
 
 }  // namespace
