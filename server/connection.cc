@@ -82,9 +82,10 @@ void Connection::DoRead() {
   }
   socket_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
-      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-        self->OnRead(ec, n);
-      });
+      WithMemory(&read_memory_,
+                 [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                   self->OnRead(ec, n);
+                 }));
 }
 
 void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
@@ -193,10 +194,12 @@ void Connection::MaybeWrite() {
   std::swap(out_, writing_);
   out_.clear();
   write_in_flight_ = true;
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                      self->OnWrite(ec, n);
-                    });
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      WithMemory(&write_memory_,
+                 [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                   self->OnWrite(ec, n);
+                 }));
 }
 
 void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {

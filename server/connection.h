@@ -14,6 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "command_table.h"
+#include "handler_memory.h"
 #include "resp/parser.h"
 #include "resp/writer.h"
 
@@ -60,6 +61,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_;  // the buffer of the write in flight
   resp::Writer writer_;  // appends into out_
   ClientSession session_;
+  HandlerMemory read_memory_;
+  HandlerMemory write_memory_;
   bool write_in_flight_ = false;
   bool read_closed_ = false;  // EOF, error, QUIT or protocol error: no more commands
   bool closed_ = false;

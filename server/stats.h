@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
