@@ -216,7 +216,8 @@ absl::Status DecodeSnapshot(std::string_view data, DecodedSnapshot* out) {
 
 absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts) {
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // O_NOFOLLOW: a planted symlink must not redirect the write elsewhere.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return absl::InternalError(Errno("cannot create", tmp));
   absl::Status st;
   for (std::string_view part : parts) {
@@ -268,6 +269,13 @@ uint64_t Snapshotter::TotalCommands() const {
 absl::Status Snapshotter::Load() {
   const std::string& path = state_->config.snapshot_file;
   if (path.empty()) return absl::OkStatus();
+  // Say so now rather than at the first save: otherwise state is silently never persisted.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK) != 0) {
+    Log(fmt::format("warning: cannot write to {} ({}): snapshots will fail", dir,
+                    std::strerror(errno)));
+  }
   auto started = std::chrono::steady_clock::now();
   int64_t cpu_started = ThreadCpuUs();
   MappedFile file;
@@ -389,6 +397,7 @@ void Snapshotter::StartPeriodic() {
 
 void Snapshotter::Loop() {
   const auto interval = std::chrono::milliseconds(state_->config.snapshot_interval_ms);
+  bool failing = false;
   std::unique_lock<std::mutex> lock(loop_mu_);
   while (!stop_) {
     loop_cv_.wait_for(lock, interval, [this] { return stop_ || save_requested_; });
@@ -403,7 +412,10 @@ void Snapshotter::Loop() {
     }
     if (requested || changed) {
       absl::Status st = Save();
-      if (!st.ok()) Log(fmt::format("snapshot save failed: {}", ToStd(st.message())));
+      // Once per failure streak (and when it recovers), not every interval.
+      if (!st.ok() && !failing) Log(fmt::format("snapshot save failed: {}", ToStd(st.message())));
+      if (st.ok() && failing) Log("snapshot saves work again");
+      failing = !st.ok();
     }
     lock.lock();
   }
