@@ -2,7 +2,6 @@
 #include "connection.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -117,6 +116,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
 
 bool Connection::ProcessInput() {
   ServerState& state = worker_->state();
+  worker_->stats().StartTiming();
   while (in_start_ < in_end_ && !read_closed_) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_end_ - in_start_);
@@ -179,12 +179,8 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
   }
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats};
-  auto started = std::chrono::steady_clock::now();
   spec->handler(ctx);
-  stats.RecordLatency(spec->group == "rl" ? kFamilyRl : kFamilyOther,
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - started)
-                          .count());
+  stats.RecordLatency(spec->group == "rl" ? kFamilyRl : kFamilyOther);
   if (session_.authenticated != was_authenticated) UpdateParserLimits();
   if (session_.close_after_reply) read_closed_ = true;
 }

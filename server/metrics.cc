@@ -115,8 +115,8 @@ std::string RenderMetrics(const ServerState& st) {
   Sample(&out, "rl_uptime_seconds", (SteadyNowMs() - st.start_steady_ms) / 1000);
 
   Family(&out, "rl_command_duration_seconds", "histogram",
-         "Command execution time (handler only, without network I/O) by family: rl = RL.* and "
-         "CL.THROTTLE.");
+         "Command processing time (parsing and execution, without network I/O) by family: rl = "
+         "RL.* and CL.THROTTLE.");
   for (int f = 0; f < kCommandFamilies; ++f) {
     uint64_t cumulative = 0;
     for (size_t b = 0; b < kLatencyBoundsNs.size(); ++b) {
