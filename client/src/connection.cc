@@ -181,6 +181,7 @@ void Connection::OnData(size_t bytes) {
 void Connection::Fail(const absl::Status& status) {
   counters_->connection_failures.fetch_add(1, std::memory_order_relaxed);
   retry_at_ = std::chrono::steady_clock::now() + options_.reconnect_backoff;
+  backoff_until_.store(retry_at_.time_since_epoch().count(), std::memory_order_relaxed);
   Close(status);
 }
 

@@ -77,6 +77,12 @@ class Connection {
   void Abandon(std::shared_ptr<Call> call, absl::Duration waited);
   // I/O thread: closes the socket and fails every pending call with `status`.
   void Close(const absl::Status& status);
+  // Any thread: whether calls submitted now would fail at once because of the back-off. Lets
+  // the pool route around one broken connection while the others are healthy.
+  bool InBackoff() const {
+    return std::chrono::steady_clock::now().time_since_epoch().count() <
+           backoff_until_.load(std::memory_order_relaxed);
+  }
 
  private:
   enum class State { kDisconnected, kConnecting, kConnected };
@@ -101,6 +107,7 @@ class Connection {
   // Bumped on every close so completions of a previous socket's operations are ignored.
   uint64_t generation_ = 0;
   std::chrono::steady_clock::time_point retry_at_{};
+  std::atomic<std::chrono::steady_clock::rep> backoff_until_{0};  // retry_at_ for other threads
   std::deque<Pending> pending_;  // sent or queued calls, in order of their replies
   std::string out_;              // encoded commands not yet handed to a write
   std::string writing_;          // the buffer of the write in flight

@@ -81,8 +81,7 @@ class RemoteLimiter::Impl {
   // within the call timeout.
   absl::StatusOr<std::vector<RespValue>> Execute(std::string commands, size_t expected) {
     const absl::Duration timeout = absl::FromChrono(options_.timeout);
-    Connection& connection =
-        *connections_[next_.fetch_add(1, std::memory_order_relaxed) % connections_.size()];
+    Connection& connection = PickConnection();
     auto call = std::make_shared<Call>(expected);
     connection.Submit(call, std::move(commands));
     if (!call->WaitFor(timeout)) {
@@ -92,6 +91,17 @@ class RemoteLimiter::Impl {
           absl::StrCat("rl-server did not answer within ", absl::FormatDuration(timeout)));
     }
     return call->Take();
+  }
+
+  // Round-robin, skipping connections in their back-off while another one is usable: one
+  // connection closed by a single slow reply should not fail a share of the calls.
+  Connection& PickConnection() {
+    const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      Connection& connection = *connections_[(start + i) % connections_.size()];
+      if (!connection.InBackoff()) return connection;
+    }
+    return *connections_[start % connections_.size()];
   }
 
   // Appends the RL.CHECK / RL.PEEK / RL.RESET command for (policy, key).
