@@ -89,7 +89,10 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 HttpServer::HttpServer(asio::io_context& io, Handler handler)
-    : io_(io), acceptor_(asio::make_strand(io)), handler_(std::move(handler)) {}
+    : io_(io),
+      acceptor_(asio::make_strand(io)),
+      accept_retry_(acceptor_.get_executor()),
+      handler_(std::move(handler)) {}
 
 absl::StatusOr<uint16_t> HttpServer::Listen(const std::string& address, uint16_t port) {
   beast::error_code ec;
@@ -108,8 +111,15 @@ absl::StatusOr<uint16_t> HttpServer::Listen(const std::string& address, uint16_t
 
 void HttpServer::Accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
-    if (!ec) std::make_shared<Session>(std::move(socket), handler_)->Start();
-    if (acceptor_.is_open()) Accept();
+    if (!acceptor_.is_open() || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      std::make_shared<Session>(std::move(socket), handler_)->Start();
+      Accept();
+      return;
+    }
+    // Out of file descriptors and the like: pause instead of spinning on the error.
+    accept_retry_.expires_after(std::chrono::milliseconds(50));
+    accept_retry_.async_wait([this](beast::error_code) { Accept(); });
   });
 }
 

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/beast/http/message.hpp"
 #include "boost/beast/http/string_body.hpp"
 
@@ -33,6 +34,7 @@ class HttpServer {
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
   Handler handler_;
 };
 
