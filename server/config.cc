@@ -299,7 +299,9 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     if (!st.ok()) return fail(ToStd(st.message()));
   }
   if (c.port < 0 || c.port > 65535) return fail("--port must be in 0..65535");
-  if (c.metrics_port < 0 || c.metrics_port > 65535) return fail("--metrics-port must be in 0..65535");
+  if (c.metrics_port < 0 || c.metrics_port > 65535) {
+    return fail("--metrics-port must be in 0..65535");
+  }
   if (c.threads < 0 || c.threads > 256) return fail("--threads must be in 0..256");
   if (c.threads == 0) c.threads = std::max(1u, std::thread::hardware_concurrency());
   if (c.maxclients < 1) return fail("--maxclients must be at least 1");

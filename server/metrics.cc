@@ -1,10 +1,10 @@
 // Prometheus text rendering; see metrics.h.
 #include "metrics.h"
 
+#include <fmt/format.h>
+
 #include <iterator>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "rl/limiter.h"
 #include "server.h"
@@ -15,10 +15,8 @@ namespace rl::server {
 namespace {
 
 // Appends "# HELP" and "# TYPE" lines.
-void Family(std::string* out, std::string_view name, std::string_view type,
-            std::string_view help) {
-  fmt::format_to(std::back_inserter(*out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
-                 type);
+void Family(std::string* out, std::string_view name, std::string_view type, std::string_view help) {
+  fmt::format_to(std::back_inserter(*out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
 template <typename T>
@@ -70,8 +68,7 @@ std::string RenderMetrics(const ServerState& st) {
       {"rl_allowed_total", "Checks answered allowed (shadow denials included) by policy.",
        &PolicyCounters::allowed},
       {"rl_denied_total", "Checks answered denied by policy.", &PolicyCounters::denied},
-      {"rl_shadow_denied_total",
-       "Checks a SHADOW policy would have denied but allowed, by policy.",
+      {"rl_shadow_denied_total", "Checks a SHADOW policy would have denied but allowed, by policy.",
        &PolicyCounters::shadow_denied},
       {"rl_near_limit_total",
        "Allowed checks that left less than 20% of the limit remaining, by policy.",
@@ -106,8 +103,7 @@ std::string RenderMetrics(const ServerState& st) {
   Family(&out, "rl_rejected_connections_total", "counter",
          "Connections refused because maxclients was reached.");
   Sample(&out, "rl_rejected_connections_total", st.global.rejected_connections.load());
-  Family(&out, "rl_protocol_errors_total", "counter",
-         "Connections closed for a protocol error.");
+  Family(&out, "rl_protocol_errors_total", "counter", "Connections closed for a protocol error.");
   Sample(&out, "rl_protocol_errors_total", st.global.protocol_errors.load());
   Family(&out, "rl_commands_processed_total", "counter", "Commands executed.");
   Sample(&out, "rl_commands_processed_total", commands);
@@ -130,8 +126,8 @@ std::string RenderMetrics(const ServerState& st) {
                    kFamilyNames[f], cumulative);
     fmt::format_to(o, "rl_command_duration_seconds_sum{{family=\"{}\"}} {}\n", kFamilyNames[f],
                    latency.sum_ns[f] / 1e9);
-    fmt::format_to(o, "rl_command_duration_seconds_count{{family=\"{}\"}} {}\n",
-                   kFamilyNames[f], cumulative);
+    fmt::format_to(o, "rl_command_duration_seconds_count{{family=\"{}\"}} {}\n", kFamilyNames[f],
+                   cumulative);
   }
 
   PersistenceStats ps;

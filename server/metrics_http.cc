@@ -1,13 +1,13 @@
 // Boost.Beast HTTP server for /metrics; see metrics_http.h.
 #include "metrics_http.h"
 
-#include <chrono>
-#include <optional>
+#include <fmt/core.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/core.h>
+#include <chrono>
+#include <optional>
 
 #include "metrics.h"
 #include "server_state.h"
@@ -38,10 +38,9 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
     parser_->header_limit(8 * 1024);
     parser_->body_limit(0);
     stream_.expires_after(kRequestTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
  private:

@@ -3,6 +3,7 @@
 #include "snapshot.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -12,8 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/core.h>
 
 #include "command_table.h"
 #include "rl/limit.h"
@@ -123,7 +122,8 @@ class MappedFile {
     return absl::OkStatus();
   }
   std::string_view data() const {
-    return addr_ == nullptr ? std::string_view() : std::string_view(static_cast<char*>(addr_), size_);
+    return addr_ == nullptr ? std::string_view()
+                            : std::string_view(static_cast<char*>(addr_), size_);
   }
 
  private:
@@ -331,10 +331,11 @@ absl::Status Snapshotter::Load() {
   int64_t us = MicrosSince(started);
   int64_t cpu_us = ThreadCpuUs() - cpu_started;
   uint64_t kept = state_->limiter->KeyCount();
-  Log(fmt::format("loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
-                  "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
-                  path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms,
-                  us / 1000, read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
+  Log(fmt::format(
+      "loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
+      "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
+      path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000,
+      read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
   stats_.load_status = "ok";
   stats_.load_file_keys = snap.states;
@@ -473,8 +474,8 @@ std::string PersistenceInfo(const ServerState& state) {
       s.last_save_wall_ms / 1000, s.last_save_wall_ms, s.last_save_duration_us / 1000.0,
       s.last_save_keys, s.last_save_policies, s.last_save_bytes, s.last_save_ok ? "ok" : "err",
       oneline(s.last_error), s.load_status, oneline(s.load_error), s.load_file_keys, s.load_keys,
-      s.load_policies, s.load_duration_us / 1000.0, s.load_cpu_us / 1000.0, s.changes_since_save, s.in_progress ? 1 : 0,
-      s.last_save_wall_ms / 1000, s.last_save_ok ? "ok" : "err");
+      s.load_policies, s.load_duration_us / 1000.0, s.load_cpu_us / 1000.0, s.changes_since_save,
+      s.in_progress ? 1 : 0, s.last_save_wall_ms / 1000, s.last_save_ok ? "ok" : "err");
 }
 
 // ---- SAVE, BGSAVE, LASTSAVE ----
@@ -524,8 +525,8 @@ CommandSpec Row(std::string name, uint32_t flags, Handler handler, std::string s
 void AddPersistenceCommands(std::vector<CommandSpec>* rows) {
   rows->push_back(Row("save", kCmdAdmin, SaveCmd,
                       "Writes the snapshot (limiter state and runtime policies) now and waits."));
-  rows->push_back(Row("bgsave", kCmdAdmin, BgSaveCmd,
-                      "Asks the snapshot thread to write the snapshot now."));
+  rows->push_back(
+      Row("bgsave", kCmdAdmin, BgSaveCmd, "Asks the snapshot thread to write the snapshot now."));
   rows->push_back(Row("lastsave", kCmdFast | kCmdLoading | kCmdStale, LastSaveCmd,
                       "Unix time of the last successful snapshot save (0 = never)."));
 }

@@ -57,21 +57,21 @@ struct PersistenceStats {
   bool in_progress = false;
   uint64_t saves = 0;
   uint64_t save_errors = 0;
-  int64_t last_save_wall_ms = 0;       // 0 = never
+  int64_t last_save_wall_ms = 0;  // 0 = never
   int64_t last_save_duration_us = 0;
   uint64_t last_save_keys = 0;
   uint64_t last_save_policies = 0;
   uint64_t last_save_bytes = 0;
   bool last_save_ok = true;
   std::string last_error;
-  uint64_t changes_since_save = 0;     // commands processed since the last save
-  std::string load_status = "none";    // none | missing | ok | error
+  uint64_t changes_since_save = 0;   // commands processed since the last save
+  std::string load_status = "none";  // none | missing | ok | error
   std::string load_error;
-  uint64_t load_file_keys = 0;         // states in the file
-  uint64_t load_keys = 0;              // states kept (the rest had refilled by load time)
+  uint64_t load_file_keys = 0;  // states in the file
+  uint64_t load_keys = 0;       // states kept (the rest had refilled by load time)
   uint64_t load_policies = 0;
   int64_t load_duration_us = 0;
-  int64_t load_cpu_us = 0;             // CPU time of the load (wall time includes waiting)
+  int64_t load_cpu_us = 0;  // CPU time of the load (wall time includes waiting)
 };
 
 class Snapshotter {

@@ -29,9 +29,9 @@ void WorkerStats::RecordCheck(std::string_view policy, bool allowed, bool shadow
 void WorkerStats::RecordLatency(CommandFamily family, int64_t ns) {
   if (ns < 0) ns = 0;
   Histogram& h = latency_[family];
-  size_t bucket = static_cast<size_t>(
-      std::lower_bound(kLatencyBoundsNs.begin(), kLatencyBoundsNs.end(), ns) -
-      kLatencyBoundsNs.begin());
+  size_t bucket =
+      static_cast<size_t>(std::lower_bound(kLatencyBoundsNs.begin(), kLatencyBoundsNs.end(), ns) -
+                          kLatencyBoundsNs.begin());
   Bump(h.buckets[bucket]);
   Bump(h.sum_ns, static_cast<uint64_t>(ns));
   Bump(h.count);

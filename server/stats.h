@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,7 +61,8 @@ class WorkerStats {
   void RecordCommand() { Bump(commands_); }
   // Command latency with one clock read per command: a batch of pipelined commands starts the
   // clock (StartTiming), and each command's time runs from the end of the previous one (or the
-  // batch start) to its own end, so it covers parsing and execution but not network I/O.
+  // batch start) to its own end, so it covers parsing and execution but not network I/O. (A
+  // command rejected before its handler runs, e.g. unknown, is counted into the next one.)
   void StartTiming() { mark_ns_ = NowNs(); }
   void RecordLatency(CommandFamily family) {
     int64_t now = NowNs();

@@ -3,9 +3,8 @@
 // keys, clients, latency histograms); label values are escaped; INFO shows the same per-policy
 // counters; shadow policies from the config file and RL.POLICY SET allow, report
 // shadow_denied in RESP3 and count.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -47,8 +46,8 @@ HttpResponse Http(int port, const std::string& method, const std::string& target
   HttpResponse out;
   RespClient conn(port);  // only for its connected socket
   if (!conn.connected()) return out;
-  std::string req = method + " " + target +
-                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  std::string req =
+      method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   conn.SendRaw(req);
   std::string raw;
   char buf[65536];

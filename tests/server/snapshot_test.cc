@@ -4,7 +4,6 @@
 // half-written file, SAVE/BGSAVE/LASTSAVE, the config file's settings, and a 1 M-state snapshot
 // that loads in under a second.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -88,9 +87,12 @@ std::vector<std::string> Cmd(const std::string& name, const Case& c) {
 
 TEST_F(SnapshotTest, ExhaustedKeysOfEveryAlgorithmStayDeniedAfterSigterm) {
   const std::vector<Case> cases = {
-      {"tb", {"TOKEN_BUCKET", "3", "1h"}},    {"gcra", {"GCRA", "3", "1h"}},
-      {"log", {"SLIDING_LOG", "3", "1h"}},    {"sw", {"SLIDING_WINDOW", "3", "1h"}},
-      {"fw", {"FIXED_WINDOW", "3", "1h"}},    {"lb", {"LEAKY_BUCKET", "3", "1h"}},
+      {"tb", {"TOKEN_BUCKET", "3", "1h"}},
+      {"gcra", {"GCRA", "3", "1h"}},
+      {"log", {"SLIDING_LOG", "3", "1h"}},
+      {"sw", {"SLIDING_WINDOW", "3", "1h"}},
+      {"fw", {"FIXED_WINDOW", "3", "1h"}},
+      {"lb", {"LEAKY_BUCKET", "3", "1h"}},
       {"multi", {"GCRA", "100", "1m", "FIXED_WINDOW", "2", "1d"}},
       {"pol", {"POLICY", "runtime"}},
   };
@@ -180,10 +182,11 @@ TEST_F(SnapshotTest, KillNineLosesAtMostOneIntervalOfGrants) {
   int64_t lost = remaining - grants.back().second;
   int64_t lost_window_ms =
       kept < grants.size() ? Millis(grants[kept].first, grants.back().first) : 0;
-  std::printf("kill -9: %zu grants made, %lld lost (the last %lld ms of traffic; interval %lld "
-              "ms)\n",
-              grants.size(), static_cast<long long>(lost), static_cast<long long>(lost_window_ms),
-              static_cast<long long>(kIntervalMs));
+  std::printf(
+      "kill -9: %zu grants made, %lld lost (the last %lld ms of traffic; interval %lld "
+      "ms)\n",
+      grants.size(), static_cast<long long>(lost), static_cast<long long>(lost_window_ms),
+      static_cast<long long>(kIntervalMs));
   // One interval, plus the time a save takes on a loaded machine.
   EXPECT_LE(lost_window_ms, kIntervalMs + 150) << "lost more than one interval of grants";
 }
@@ -287,8 +290,8 @@ TEST_F(SnapshotTest, ReadersNeverSeeAHalfWrittenFileAndStaleTempFilesAreHarmless
   auto until = Clock::now() + std::chrono::milliseconds(1500);
   for (int round = 0; Clock::now() < until; ++round) {
     // Keep state changing so every interval writes a new file.
-    ASSERT_TRUE(c.SendRaw(RespClient::Encode({"RL.CHECK", "r" + std::to_string(round), "GCRA",
-                                              "5", "1h"})));
+    ASSERT_TRUE(c.SendRaw(
+        RespClient::Encode({"RL.CHECK", "r" + std::to_string(round), "GCRA", "5", "1h"})));
     c.Read();
     if (round == 0) {
       ASSERT_TRUE(c.SendRaw(batch));
@@ -340,8 +343,9 @@ TEST_F(SnapshotTest, SaveBgsaveLastsaveAndInfo) {
 
 TEST_F(SnapshotTest, ConfigFileSetsSnapshotOptions) {
   std::string config = dir_ + "/rl.toml";
-  WriteAll(config, "snapshot = \"" + file_ + "\"\nsnapshot-interval = \"250ms\"\n"
-                   "snapshot_strict = true\n");
+  WriteAll(config, "snapshot = \"" + file_ +
+                       "\"\nsnapshot-interval = \"250ms\"\n"
+                       "snapshot_strict = true\n");
   WriteAll(file_, "garbage");
   {
     ServerProcess strict({"--config", config});
@@ -358,9 +362,9 @@ TEST_F(SnapshotTest, ConfigFileSetsSnapshotOptions) {
 TEST_F(SnapshotTest, MillionStatesLoadInUnderASecond) {
   // 125,000 keys x 8 limits (every algorithm, sliding logs included) = 1,000,000 states.
   const std::vector<std::string> limits = {
-      "TOKEN_BUCKET", "10", "1h", "GCRA",         "10", "1h", "SLIDING_LOG",  "10", "1h",
+      "TOKEN_BUCKET",   "10", "1h", "GCRA",         "10", "1h", "SLIDING_LOG",  "10", "1h",
       "SLIDING_WINDOW", "10", "1h", "FIXED_WINDOW", "10", "1h", "LEAKY_BUCKET", "10", "1h",
-      "GCRA",         "10", "2h", "FIXED_WINDOW", "10", "2h"};
+      "GCRA",           "10", "2h", "FIXED_WINDOW", "10", "2h"};
   constexpr int kKeys = 125000;
   constexpr int kBatch = 2500;
   double save_ms = 0;
@@ -407,10 +411,11 @@ TEST_F(SnapshotTest, MillionStatesLoadInUnderASecond) {
     cpu_ms = std::stod(InfoField(c, "snapshot_load_cpu_ms"));
     double loadavg[1] = {0};
     getloadavg(loadavg, 1);
-    std::printf("1,000,000 states%s: save %.1f ms (incl. fsync), file %.1f MB, load %.1f ms wall "
-                "(%.1f ms CPU), process start to ready %lld ms, load average %.1f\n",
-                thp ? " (hugetlb)" : "", save_ms, bytes / 1e6, load_ms, cpu_ms,
-                static_cast<long long>(ready_ms), loadavg[0]);
+    std::printf(
+        "1,000,000 states%s: save %.1f ms (incl. fsync), file %.1f MB, load %.1f ms wall "
+        "(%.1f ms CPU), process start to ready %lld ms, load average %.1f\n",
+        thp ? " (hugetlb)" : "", save_ms, bytes / 1e6, load_ms, cpu_ms,
+        static_cast<long long>(ready_ms), loadavg[0]);
     EXPECT_LT(load_ms, 5000.0);
     if (thp) {
       EXPECT_EQ(c.Call({"RL.CHECK", "user:7", "SLIDING_LOG", "10", "1h"}).Ints()[2], 8)
