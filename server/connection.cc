@@ -156,13 +156,14 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     WriteUnknownCommand(writer_, args);
     return;
   }
-  if (!session_.authenticated && !(spec->flags & kCmdNoAuth)) {
-    writer_.Error("NOAUTH Authentication required.");
-    return;
-  }
+  // Redis's order: unknown command, then arity, then authentication.
   int n = static_cast<int>(args.size());
   if ((spec->arity > 0 && n != spec->arity) || (spec->arity < 0 && n < -spec->arity)) {
     WriteWrongArity(writer_, spec->name);
+    return;
+  }
+  if (!session_.authenticated && !(spec->flags & kCmdNoAuth)) {
+    writer_.Error("NOAUTH Authentication required.");
     return;
   }
   if (!spec->subcommands.empty() && spec->handler == nullptr) {

@@ -246,6 +246,9 @@ TEST_F(ProtocolTest, AuthRequired) {
   RespClient c(server.port());
   EXPECT_EQ(c.Call({"PING"}).str, "NOAUTH Authentication required.");
   EXPECT_EQ(c.Call({"RL.CHECK", "k", "GCRA", "1", "1s"}).str, "NOAUTH Authentication required.");
+  // As Redis: unknown commands and wrong arity are reported before authentication.
+  EXPECT_EQ(c.Call({"NOPE"}).str, "ERR unknown command 'NOPE', with args beginning with: ");
+  EXPECT_EQ(c.Call({"RL.CHECK", "k"}).str, "ERR wrong number of arguments for 'rl.check' command");
   EXPECT_EQ(c.Call({"AUTH", "wrong"}).str,
             "WRONGPASS invalid username-password pair or user is disabled.");
   EXPECT_EQ(c.Call({"HELLO", "3"}).str.rfind("NOAUTH HELLO must be called", 0), 0u);
