@@ -140,6 +140,11 @@ absl::Status Server::Start() {
     st = metrics_->Listen(c.bind, c.metrics_port);
     if (!st.ok()) return st;
     state_.metrics_port = metrics_->port();
+    if (!IsLoopbackAddress(c.bind)) {
+      // /metrics has no password: policy names and counters become readable from the network.
+      Log(c, fmt::format("warning: /metrics on {}:{} is readable without a password", c.bind,
+                         state_.metrics_port));
+    }
   }
   asio::io_context& main_ctx = workers_[0]->context();
   boost::system::error_code ec;
