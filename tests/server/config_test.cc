@@ -1,0 +1,96 @@
+// Unit tests of rl-server's startup pieces that need no process: memory sizes, loopback
+// detection, the TOML config file (flags win, unknown keys rejected, policies in order), and the
+// password comparison.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "config.h"
+#include "server_state.h"
+
+namespace rl::server {
+namespace {
+
+std::string WriteTemp(const std::string& content) {
+  char path[] = "/tmp/rl-config-test-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  std::ofstream(path) << content;
+  return path;
+}
+
+TEST(ConfigTest, MemorySizes) {
+  EXPECT_EQ(*ParseMemorySize("0"), 0u);
+  EXPECT_EQ(*ParseMemorySize("1048576"), 1048576u);
+  EXPECT_EQ(*ParseMemorySize("64kb"), 64u << 10);
+  EXPECT_EQ(*ParseMemorySize("512MB"), 512u << 20);
+  EXPECT_EQ(*ParseMemorySize("2g"), 2ull << 30);
+  EXPECT_FALSE(ParseMemorySize("").ok());
+  EXPECT_FALSE(ParseMemorySize("mb").ok());
+  EXPECT_FALSE(ParseMemorySize("12tb").ok());
+  EXPECT_FALSE(ParseMemorySize("-1").ok());
+  EXPECT_FALSE(ParseMemorySize("99999999999999999999gb").ok());
+}
+
+TEST(ConfigTest, Loopback) {
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackAddress("127.1.2.3"));
+  EXPECT_TRUE(IsLoopbackAddress("::1"));
+  EXPECT_TRUE(IsLoopbackAddress("localhost"));
+  EXPECT_FALSE(IsLoopbackAddress("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackAddress("10.1.2.3"));
+  EXPECT_FALSE(IsLoopbackAddress("::"));
+  EXPECT_FALSE(IsLoopbackAddress("not-an-address"));
+}
+
+TEST(ConfigTest, FileSettingsAndPolicies) {
+  std::string path = WriteTemp(
+      "port = 7000\n"
+      "maxclients = 12\n"
+      "max_keys = 1000\n"
+      "max-memory = \"1mb\"\n"
+      "protected-mode = false\n"
+      "[policies]\n"
+      "zeta = \"GCRA 1 1s\"\n"
+      "alpha = \"FIXED_WINDOW 5 1m\"\n");
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigFile(path, {"port"}, &c).ok());
+  EXPECT_EQ(c.port, 6380) << "a flag given on the command line wins";
+  EXPECT_EQ(c.maxclients, 12);
+  EXPECT_EQ(c.max_keys, 1000u);
+  EXPECT_EQ(c.max_memory, 1u << 20);
+  EXPECT_FALSE(c.protected_mode);
+  ASSERT_EQ(c.policies.size(), 2u);
+  auto policies = LoadPolicies(path);
+  ASSERT_TRUE(policies.ok());
+  EXPECT_EQ(policies->size(), 2u);
+  std::remove(path.c_str());
+}
+
+TEST(ConfigTest, FileErrors) {
+  ServerConfig c;
+  std::string unknown = WriteTemp("portt = 1\n");
+  EXPECT_FALSE(LoadConfigFile(unknown, {}, &c).ok());
+  std::string syntax = WriteTemp("port = = 1\n");
+  absl::Status st = LoadConfigFile(syntax, {}, &c);
+  EXPECT_FALSE(st.ok());
+  std::string types = WriteTemp("[policies]\napi = 5\n");
+  EXPECT_FALSE(LoadConfigFile(types, {}, &c).ok());
+  EXPECT_FALSE(LoadConfigFile("/nonexistent/rl.toml", {}, &c).ok());
+  for (const auto& p : {unknown, syntax, types}) std::remove(p.c_str());
+}
+
+TEST(ConfigTest, PasswordComparison) {
+  EXPECT_TRUE(PasswordMatches("s3cret", "s3cret"));
+  EXPECT_FALSE(PasswordMatches("s3cres", "s3cret"));
+  EXPECT_FALSE(PasswordMatches("s3cre", "s3cret"));
+  EXPECT_FALSE(PasswordMatches("s3crets", "s3cret"));
+  EXPECT_FALSE(PasswordMatches("", "s3cret"));
+  EXPECT_FALSE(PasswordMatches("", "")) << "no password configured never matches";
+}
+
+}  // namespace
+}  // namespace rl::server
