@@ -33,15 +33,19 @@ struct Slot2 {
   mutable int64_t b;
 
   int64_t rel_a() const { return Unpack48(a_hi, a_lo); }
-  void set_rel_a(int64_t rel) const { Pack48(rel, &a_hi, &a_lo); }
+  // Assigns the members directly: a pointer to a packed member would be misaligned (UB).
+  void set_rel_a(int64_t rel) const {
+    a_hi = Hi48(rel);
+    a_lo = Lo48(rel);
+  }
   static int64_t Unpack48(uint16_t hi, uint32_t lo) {
     // Shift up then arithmetic-shift down to sign-extend the 48-bit value.
     return static_cast<int64_t>(((uint64_t{hi} << 32) | lo) << 16) >> 16;
   }
-  static void Pack48(int64_t rel, uint16_t* hi, uint32_t* lo) {
-    *hi = static_cast<uint16_t>(static_cast<uint64_t>(rel) >> 32);
-    *lo = static_cast<uint32_t>(rel);
+  static uint16_t Hi48(int64_t rel) {
+    return static_cast<uint16_t>(static_cast<uint64_t>(rel) >> 32);
   }
+  static uint32_t Lo48(int64_t rel) { return static_cast<uint32_t>(rel); }
 };
 struct Slot3 {
   uint64_t key;
@@ -52,7 +56,10 @@ struct Slot3 {
   mutable int64_t c;
 
   int64_t rel_a() const { return Slot2::Unpack48(a_hi, a_lo); }
-  void set_rel_a(int64_t rel) const { Slot2::Pack48(rel, &a_hi, &a_lo); }
+  void set_rel_a(int64_t rel) const {
+    a_hi = Slot2::Hi48(rel);
+    a_lo = Slot2::Lo48(rel);
+  }
 };
 #pragma pack(pop)
 #pragma pack(push, 4)
