@@ -262,7 +262,7 @@ void Snapshotter::Log(std::string_view message) const {
 
 uint64_t Snapshotter::TotalCommands() const {
   uint64_t n = 0;
-  for (const auto& ws : state_->worker_stats) n += ws->commands();
+  for (const auto& ws : state_->worker_stats) n += ws->rl_commands();
   return n;
 }
 

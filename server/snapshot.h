@@ -64,7 +64,7 @@ struct PersistenceStats {
   uint64_t last_save_bytes = 0;
   bool last_save_ok = true;
   std::string last_error;
-  uint64_t changes_since_save = 0;   // commands processed since the last save
+  uint64_t changes_since_save = 0;   // RL.* / CL.THROTTLE commands since the last save
   std::string load_status = "none";  // none | missing | ok | error
   std::string load_error;
   uint64_t load_file_keys = 0;  // states in the file
@@ -85,7 +85,8 @@ class Snapshotter {
   // start; a bad one is logged, moved aside to FILE.bad and the server starts empty — unless
   // --snapshot-strict, which returns the error (the server then refuses to start).
   absl::Status Load();
-  // Starts the periodic save thread: every interval, when commands ran since the last save.
+  // Starts the periodic save thread: every interval, when RL.* or CL.THROTTLE commands ran since
+  // the last save (nothing else changes state or policies).
   void StartPeriodic();
   // Stops the thread (a save in progress finishes first).
   void Stop();

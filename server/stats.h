@@ -72,6 +72,8 @@ class WorkerStats {
   void RecordLatency(CommandFamily family, int64_t ns);
 
   uint64_t commands() const { return commands_.load(std::memory_order_relaxed); }
+  // RL.* and CL.THROTTLE commands: the only ones that change limiter state or policies.
+  uint64_t rl_commands() const { return latency_[kFamilyRl].count.load(std::memory_order_relaxed); }
   // Adds this worker's per-policy counters into *out.
   void AddTo(std::map<std::string, PolicyCounters>* out) const;
   // Adds this worker's latency histograms into *out.
