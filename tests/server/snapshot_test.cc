@@ -187,8 +187,8 @@ TEST_F(SnapshotTest, KillNineLosesAtMostOneIntervalOfGrants) {
       "ms)\n",
       grants.size(), static_cast<long long>(lost), static_cast<long long>(lost_window_ms),
       static_cast<long long>(kIntervalMs));
-  // One interval, plus the time a save takes on a loaded machine.
-  EXPECT_LE(lost_window_ms, kIntervalMs + 150) << "lost more than one interval of grants";
+  // One interval, plus the time a save takes and scheduling delay on a loaded machine.
+  EXPECT_LE(lost_window_ms, kIntervalMs + 250) << "lost more than one interval of grants";
 }
 
 TEST_F(SnapshotTest, RefilledStateIsDroppedAtLoad) {
