@@ -1,0 +1,77 @@
+// Instructions per check for valgrind --tool=callgrind, which counts instructions independently
+// of machine load: RunChecks does `iterations` token-bucket checks over `keys` 40-byte keys (the
+// core_bench visiting order) and RunBare the bare absl::flat_hash_map find + update on the same
+// keys. icount.sh divides each function's inclusive instruction count by the iterations.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "rl/limiter.h"
+
+namespace {
+
+std::vector<std::string> MakeKeys(size_t n) {
+  std::vector<std::string> keys;
+  char buf[64];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof(buf), "tenant-%06zu:route-/api/v1/orders:%08zu", i % 997, i);
+    std::string k(buf);
+    k.resize(40, '.');
+    keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+size_t Index(size_t i, size_t n) { return (i * 2654435761u) % n; }
+
+struct BareState {
+  int64_t a = 0;
+  int64_t b = 0;
+};
+
+__attribute__((noinline)) int64_t RunChecks(rl::Limiter& limiter, rl::ManualClock& clock,
+                                            const std::vector<std::string>& keys,
+                                            const rl::Limit& limit, size_t iterations) {
+  int64_t allowed = 0;
+  for (size_t i = 0; i < iterations; ++i) {
+    absl::StatusOr<rl::Decision> d = limiter.Check("", keys[Index(i, keys.size())], {limit});
+    allowed += d->allowed;
+    if ((i & 1023) == 1023) clock.Advance(1);
+  }
+  return allowed;
+}
+
+__attribute__((noinline)) int64_t RunBare(absl::flat_hash_map<std::string, BareState>& bare,
+                                          const std::vector<std::string>& keys,
+                                          size_t iterations) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < iterations; ++i) {
+    auto it = bare.find(keys[Index(i, keys.size())]);
+    it->second.a += 1;
+    it->second.b = static_cast<int64_t>(i);
+    sum += it->second.a;
+  }
+  return sum;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000;
+  const size_t iterations = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 100000;
+  const std::vector<std::string> keys = MakeKeys(n);
+  rl::ManualClock clock(0);
+  rl::Limiter limiter(rl::LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  const rl::Limit limit{rl::Algorithm::kTokenBucket, 1000, 1000};
+  for (const std::string& k : keys) (void)limiter.Check("", k, {limit});
+  absl::flat_hash_map<std::string, BareState> bare;
+  for (const std::string& k : keys) bare[k] = BareState{};
+  const int64_t allowed = RunChecks(limiter, clock, keys, limit, iterations);
+  const int64_t sum = RunBare(bare, keys, iterations);
+  std::printf("keys %zu iterations %zu allowed %lld checksum %lld\n", n, iterations,
+              static_cast<long long>(allowed), static_cast<long long>(sum));
+  return 0;
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Instructions per token-bucket check and per bare absl::flat_hash_map find+update, counted by
+# callgrind (independent of machine load, unlike core_bench's times).
+# Usage: bench/core/icount.sh [path/to/check_icount] [keys] [iterations]
+set -euo pipefail
+bin=${1:-build/bench/core/check_icount}
+keys=${2:-1000}
+iters=${3:-200000}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$keys" "$iters" >/dev/null 2>&1
+callgrind_annotate --inclusive=yes "$out" 2>/dev/null |
+  awk -v it="$iters" '/RunChecks|RunBare/ { gsub(",", "", $1); name = /RunChecks/ ? "check" : "bare";
+    v[name] = $1 / it }
+    END { printf "instructions per check %.0f, bare map %.0f, ratio %.2f\n", v["check"],
+      v["bare"], v["check"] / v["bare"] }'
