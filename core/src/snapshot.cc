@@ -8,6 +8,7 @@
 // u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b}; three-word
 // {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)}. In every
 // two-word state `a` is a time (last update, TAT or window start) and `b` is not.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -60,6 +61,8 @@ class Reader {
     return true;
   }
   size_t left() const { return data_.size() - pos_; }
+  size_t pos() const { return pos_; }
+  void Skip(size_t n) { pos_ += n; }
 
  private:
   std::string_view data_;
@@ -118,6 +121,63 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
   return absl::OkStatus();
 }
 
+namespace {
+
+// One decoded record, times already in the monotonic frame. A log's runs stay in the snapshot:
+// `runs_at` is where they start (n = `runs`, their counts summing to `total`).
+struct Record {
+  uint8_t kind;
+  uint64_t key;
+  uint32_t shard;
+  int64_t expiry;
+  int64_t v[3];
+  uint32_t runs;
+  size_t runs_at;
+  int64_t total;
+};
+
+// Reads and validates one record, log runs included.
+absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec) {
+  if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
+    return absl::DataLossError("snapshot record truncated");
+  }
+  if (rec->kind > 2 || rec->shard >= shards) return absl::DataLossError("bad snapshot record");
+  rec->expiry = Shift(rec->expiry, to_mono);
+  if (rec->kind == 2) {
+    if (!r.Get(&rec->runs) || rec->runs > r.left() / 16) {
+      return absl::DataLossError("bad snapshot log");
+    }
+    rec->runs_at = r.pos();
+    rec->total = 0;
+    int64_t prev_time = INT64_MIN;
+    for (uint32_t i = 0; i < rec->runs; ++i) {
+      int64_t t = 0, count = 0;
+      r.Get(&t);
+      r.Get(&count);
+      t = Shift(t, to_mono);
+      if (count < 1 || count > kMaxLimit || t <= prev_time) {
+        return absl::DataLossError("bad snapshot log run");
+      }
+      prev_time = t;
+      rec->total += count;  // at most 2^32 runs of 2^40: no overflow
+    }
+  } else {
+    const int words = rec->kind == 0 ? 2 : 3;
+    for (int i = 0; i < words; ++i) {
+      if (!r.Get(&rec->v[i])) return absl::DataLossError("snapshot record truncated");
+    }
+    rec->v[0] = Shift(rec->v[0], to_mono);
+  }
+  return absl::OkStatus();
+}
+
+// What the store keeps of a record: not state that is fresh by now, nor an empty log.
+bool Kept(const Record& rec, int64_t mono_now) {
+  return rec.expiry > mono_now && (rec.kind != 2 || rec.runs > 0);
+}
+
+}  // namespace
+
 absl::Status Limiter::Impl::ImportState(std::string_view data) {
   if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::InvalidArgumentError("not an rl snapshot");
@@ -128,7 +188,8 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   if (XXH64(body.data(), body.size(), 0) != checksum) {
     return absl::DataLossError("snapshot checksum mismatch");
   }
-  Reader r(body.substr(sizeof(kMagic)));
+  const std::string_view payload = body.substr(sizeof(kMagic));
+  Reader r(payload);
   uint32_t version, shards;
   uint64_t seed;
   int64_t exported_wall;
@@ -149,52 +210,44 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
 
   const int64_t mono_now = clock_->NowMs();
   const int64_t to_mono = mono_now - clock_->WallMs();
-  // Decode fully before touching the store, so a malformed snapshot changes nothing.
-  struct Record {
-    uint8_t kind;
-    uint64_t key;
-    uint32_t shard;
-    int64_t expiry;
-    int64_t v[3];
-    std::vector<std::pair<int64_t, int64_t>> runs;
-  };
-  std::vector<Record> records;
+  const size_t records_at = r.pos();
+  // First pass: validate everything before touching the store, so a malformed snapshot changes
+  // nothing, and count the kept states per shard and table so each table is sized once (growing
+  // them record by record rehashed every table several times).
+  const size_t our_shards = shard_mask_ + 1;
+  std::vector<uint32_t> counts(our_shards * 3, 0);
+  Record rec;
   while (r.left() > 0) {
-    Record rec{};
-    if (!r.Get(&rec.kind) || !r.Get(&rec.key) || !r.Get(&rec.shard) || !r.Get(&rec.expiry)) {
-      return absl::DataLossError("snapshot record truncated");
-    }
-    if (rec.kind > 2 || rec.shard >= shards) return absl::DataLossError("bad snapshot record");
-    rec.expiry = Shift(rec.expiry, to_mono);
-    if (rec.kind == 2) {
-      uint32_t n;
-      if (!r.Get(&n) || n > r.left() / 16) return absl::DataLossError("bad snapshot log");
-      int64_t prev_time = INT64_MIN;
-      for (uint32_t i = 0; i < n; ++i) {
-        int64_t t, count;
-        r.Get(&t);
-        r.Get(&count);
-        t = Shift(t, to_mono);
-        if (count < 1 || count > kMaxLimit || t <= prev_time) {
-          return absl::DataLossError("bad snapshot log run");
-        }
-        prev_time = t;
-        rec.runs.emplace_back(t, count);
-      }
-    } else {
-      const int words = rec.kind == 0 ? 2 : 3;
-      for (int i = 0; i < words; ++i) {
-        if (!r.Get(&rec.v[i])) return absl::DataLossError("snapshot record truncated");
-      }
-      rec.v[0] = Shift(rec.v[0], to_mono);
-    }
-    if (rec.expiry > mono_now) records.push_back(std::move(rec));  // fresh by now: dropped
+    if (absl::Status s = ReadRecord(r, shards, to_mono, &rec); !s.ok()) return s;
+    if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * 3 + rec.kind];
   }
 
+  // Second pass: insert, holding every shard's lock (taken in ascending order, as checks take
+  // them) so a concurrent check sees all of the snapshot or none of it, and no lock is taken per
+  // record.
+  for (size_t i = 0; i < our_shards; ++i) shards_[i].mu.lock();
+  auto unlock_all = [&] {
+    for (size_t i = our_shards; i-- > 0;) shards_[i].mu.unlock();
+  };
+  for (size_t i = 0; i < our_shards; ++i) {
+    if (shards_[i].Size() != 0) {
+      unlock_all();
+      return absl::FailedPreconditionError("limiter already holds state");
+    }
+  }
   seed_ = seed;
-  for (Record& rec : records) {
+  for (size_t i = 0; i < our_shards; ++i) {
+    Shard& sh = shards_[i];
+    sh.two.reserve(counts[i * 3]);
+    sh.three.reserve(counts[i * 3 + 1]);
+    sh.logs.reserve(counts[i * 3 + 2]);
+  }
+  Reader again(payload);
+  again.Skip(records_at);
+  while (again.left() > 0) {
+    (void)ReadRecord(again, shards, to_mono, &rec);  // validated by the first pass
+    if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[rec.shard & shard_mask_];
-    std::lock_guard<std::mutex> lock(sh.mu);
     const uint32_t expiry = expiry_.Encode(rec.expiry);
     if (rec.kind == 0) {
       Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
@@ -204,13 +257,18 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
       Slot3 slot{rec.key, expiry, 0, 0, rec.v[1], rec.v[2]};
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));
       sh.three.insert(slot);
-    } else if (!rec.runs.empty()) {
-      int64_t total = 0;
-      for (const auto& run : rec.runs) total += run.second;
+    } else {
       // The limit only sizes the buffer here; the real one applies from the next check.
-      const Limit sizing{Algorithm::kSlidingLog, std::min(total, kMaxLimit), 1};
+      const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};
+      Reader runs(payload);
+      runs.Skip(rec.runs_at);
       LogBuf* log = nullptr;
-      for (const auto& [t, count] : rec.runs) log = internal::LogAppend(log, sizing, t, count);
+      for (uint32_t i = 0; i < rec.runs; ++i) {
+        int64_t t = 0, count = 0;
+        runs.Get(&t);
+        runs.Get(&count);
+        log = internal::LogAppend(log, sizing, Shift(t, to_mono), count);
+      }
       sh.log_bytes += internal::LogBytes(log);
       if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
         sh.log_bytes -= internal::LogBytes(log);
@@ -218,6 +276,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
       }
     }
   }
+  unlock_all();
   return absl::OkStatus();
 }
 
