@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 #include "limiter_impl.h"
 #include "sliding_log.h"
@@ -46,6 +47,16 @@ uint64_t RandomSeed() {
   return (uint64_t{rd()} << 32) ^ rd();
 }
 
+// The checks of ValidateLimit as one branch-free test, so a valid check (the common case) pays
+// for neither building an absl::Status nor a call per limit.
+inline bool LimitValid(const Limit& l) {
+  // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison.
+  return (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
+         (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
+         (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
+         (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket));
+}
+
 absl::Status ValidateLimit(const Limit& l) {
   if (l.limit < 1 || l.limit > kMaxLimit) {
     return absl::InvalidArgumentError(
@@ -65,7 +76,8 @@ absl::Status ValidateLimit(const Limit& l) {
   return absl::OkStatus();
 }
 
-absl::Status Validate(absl::Span<const Limit> limits, int64_t cost) {
+// Out of line: only a check that fails validation builds a Status.
+[[gnu::noinline]] absl::Status ValidateSlow(absl::Span<const Limit> limits, int64_t cost) {
   if (limits.empty()) return absl::InvalidArgumentError("at least one limit is required");
   if (limits.size() > kMaxLimitsPerCheck) {
     return absl::InvalidArgumentError(
@@ -84,6 +96,21 @@ absl::Status Validate(absl::Span<const Limit> limits, int64_t cost) {
     }
   }
   return absl::OkStatus();
+}
+
+// True when ValidateSlow would return OK.
+inline bool Valid(absl::Span<const Limit> limits, int64_t cost) {
+  const size_t n = limits.size();
+  if (n - 1 >= kMaxLimitsPerCheck || cost < 0) return false;  // n == 0 wraps around
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    ok &= LimitValid(limits[i]);
+    for (size_t j = 0; j < i; ++j) {
+      ok &= !(limits[j].algorithm == limits[i].algorithm &&
+              limits[j].window_ms == limits[i].window_ms);
+    }
+  }
+  return ok;
 }
 
 // The buffer hashed for a state key: [scope length][scope][key][algorithm][window]. The length
@@ -252,8 +279,8 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
                                             bool commit) {
   // One result object, returned by name so the large Decision is built in place.
   absl::StatusOr<Decision> out(absl::in_place);
-  if (absl::Status s = Validate(limits, cost); !s.ok()) {
-    out = s;
+  if (ABSL_PREDICT_FALSE(!Valid(limits, cost))) {
+    out = ValidateSlow(limits, cost);
     return out;
   }
   const size_t n = limits.size();
@@ -265,7 +292,13 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     KeyBuffer buffer(scope, key);
     for (size_t i = 0; i < n; ++i) {
       const XXH128_hash_t h = buffer.Hash(limits[i], seed_);
-      new (&p[i]) Pending();
+      // Only the members read before being written: value-initializing all of Pending (with its
+      // LimitResult and states) cost ~27 instructions per limit.
+      new (&p[i]) Pending;
+      p[i].slot2 = nullptr;
+      p[i].slot3 = nullptr;
+      p[i].slotl = nullptr;
+      p[i].new_log = nullptr;
       p[i].key = keys[i] = h.low64;
       p[i].shard = locked[i] = static_cast<uint32_t>(h.high64 & shard_mask_);
       p[i].kind = internal::TableFor(limits[i].algorithm);
