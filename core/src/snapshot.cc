@@ -36,7 +36,10 @@ using internal::TableKind;
 namespace {
 
 constexpr char kMagic[8] = {'R', 'L', 'S', 'N', 'A', 'P', 0, 0};
-constexpr uint32_t kVersion = 1;
+// Version 2: state keys are a 64-bit XXH3 of (scope, key) mixed with (algorithm, window), the
+// shard their top bits. Version 1's keys (half of a 128-bit hash) cannot be matched to a check
+// any more, so such a snapshot is refused as unsupported.
+constexpr uint32_t kVersion = 2;
 
 class Writer {
  public:

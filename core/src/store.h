@@ -2,9 +2,8 @@
 // mutex and flat hash tables, padded to a cache line so a hot key's lock never shares a line with
 // another shard's.
 //
-// States are keyed by 64 bits of a seeded 128-bit XXH3 hash of (scope, key, algorithm, window);
-// other bits of the same hash pick the shard, so a state is identified by 64 + log2(shards) hash
-// bits and the user's key is never stored. A slot is 28 bytes (key, coarse expiry, two state
+// States are keyed by a seeded 64-bit hash of (scope, key, algorithm, window) (see KeyHasher in
+// limiter.cc) whose top bits also pick the shard; the user's key is never stored. A slot is 28 bytes (key, coarse expiry, two state
 // words), which keeps a token-bucket state within 64 bytes per key at every table load factor
 // above 0.45.
 #pragma once
