@@ -8,29 +8,6 @@
 
 namespace rl::internal {
 
-namespace {
-constexpr int kExpiryShift = 10;  // 1024 ms per unit
-}
-
-TableKind TableFor(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kSlidingWindow:
-      return TableKind::kThreeWord;
-    case Algorithm::kSlidingLog:
-      return TableKind::kLog;
-    default:
-      return TableKind::kTwoWord;
-  }
-}
-
-uint32_t ExpiryCodec::Encode(int64_t expiry_ms) const {
-  int64_t rel;
-  if (__builtin_sub_overflow(expiry_ms, base_ms_, &rel)) return expiry_ms < 0 ? 0 : UINT32_MAX;
-  if (rel <= 0) return 0;
-  const uint64_t units = (static_cast<uint64_t>(rel) + (1u << kExpiryShift) - 1) >> kExpiryShift;
-  return units >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(units);
-}
-
 uint32_t ExpiryCodec::ExpiredAt(int64_t now_ms) const {
   const int128 rel = int128{now_ms} - base_ms_;
   if (rel < 0) return 0;
@@ -41,13 +18,6 @@ uint32_t ExpiryCodec::ExpiredAt(int64_t now_ms) const {
 
 int64_t ExpiryCodec::Decode(uint32_t expiry) const {
   return Clamp64(int128{base_ms_} + (int128{expiry} << kExpiryShift));
-}
-
-int64_t ExpiryCodec::ToRel(int64_t t) const {
-  constexpr int64_t kMax = (int64_t{1} << 47) - 1;
-  int64_t rel;
-  if (__builtin_sub_overflow(t, base_ms_, &rel)) return t < 0 ? -kMax - 1 : kMax;
-  return std::clamp<int64_t>(rel, -kMax - 1, kMax);
 }
 
 size_t Shard::MemoryBytes() const {

@@ -8,6 +8,7 @@
 // above 0.45.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -96,9 +97,21 @@ using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq>;
 using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq>;
 using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq>;
 
-// Which table of a shard holds an algorithm's states.
+// Which table of a shard holds an algorithm's states. Inline (as are Encode and ToRel below):
+// every check calls them, and out of line they cost a call each.
 enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog };
-TableKind TableFor(Algorithm algorithm);
+inline TableKind TableFor(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kSlidingWindow:
+      return TableKind::kThreeWord;
+    case Algorithm::kSlidingLog:
+      return TableKind::kLog;
+    default:
+      return TableKind::kTwoWord;
+  }
+}
+
+inline constexpr int kExpiryShift = 10;  // 1024 ms per expiry unit
 
 // Expiry times are stored as 32-bit counts of 1024 ms since the limiter's start, rounded up, so
 // the sweep removes a state at most ~1 s after it became fresh-equivalent (never before) and the
@@ -106,13 +119,25 @@ TableKind TableFor(Algorithm algorithm);
 class ExpiryCodec {
  public:
   explicit ExpiryCodec(int64_t base_ms) : base_ms_(base_ms) {}
-  uint32_t Encode(int64_t expiry_ms) const;
+  uint32_t Encode(int64_t expiry_ms) const {
+    int64_t rel;
+    if (__builtin_sub_overflow(expiry_ms, base_ms_, &rel)) return expiry_ms < 0 ? 0 : UINT32_MAX;
+    if (rel <= 0) return 0;
+    const uint64_t units =
+        (static_cast<uint64_t>(rel) + (1u << kExpiryShift) - 1) >> kExpiryShift;
+    return units >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(units);
+  }
   // The largest encoded value that has expired at `now_ms`.
   uint32_t ExpiredAt(int64_t now_ms) const;
   // Upper bound of the time an encoded value stands for.
   int64_t Decode(uint32_t expiry) const;
   // Times in slots: relative to the base, saturated to 48 bits.
-  int64_t ToRel(int64_t t) const;
+  int64_t ToRel(int64_t t) const {
+    constexpr int64_t kMax = (int64_t{1} << 47) - 1;
+    int64_t rel;
+    if (__builtin_sub_overflow(t, base_ms_, &rel)) return t < 0 ? -kMax - 1 : kMax;
+    return std::clamp<int64_t>(rel, -kMax - 1, kMax);
+  }
   int64_t FromRel(int64_t rel) const { return base_ms_ + rel; }
 
  private:
