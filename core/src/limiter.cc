@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -254,7 +255,7 @@ Limiter::Impl::~Impl() {
   stop_.Notify();
   if (sweeper_.joinable()) sweeper_.join();
   for (size_t i = 0; i <= shard_mask_; ++i) {
-    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    std::lock_guard<internal::ShardMutex> lock(shards_[i].mu);
     shards_[i].Clear();
   }
 }
@@ -457,7 +458,7 @@ size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
     if (!ValidateLimit(limit).ok()) continue;
     const StateKey k = KeyFor(scope, key, limit);
     Shard& sh = shards_[k.shard];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<internal::ShardMutex> lock(sh.mu);
     if (sh.Erase(internal::TableFor(limit.algorithm), k.key)) ++removed;
   }
   return removed;
@@ -468,7 +469,7 @@ size_t Limiter::Impl::Sweep(size_t budget) {
   size_t removed = 0;
   for (size_t i = 0; i <= shard_mask_ && removed < budget; ++i) {
     Shard& sh = shards_[sweep_cursor_.fetch_add(1, std::memory_order_relaxed) & shard_mask_];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<internal::ShardMutex> lock(sh.mu);
     removed += sh.SweepExpired(expired_at, budget - removed);
   }
   return removed;
@@ -478,7 +479,7 @@ LimiterStats Limiter::Impl::Stats() const {
   LimiterStats stats;
   for (size_t i = 0; i <= shard_mask_; ++i) {
     const Shard& sh = shards_[i];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<internal::ShardMutex> lock(sh.mu);
     stats.keys += sh.Size();
     stats.memory_bytes += sh.MemoryBytes();
     stats.evictions += sh.evictions;
@@ -491,7 +492,7 @@ LimiterStats Limiter::Impl::Stats() const {
 size_t Limiter::Impl::KeyCount() const {
   size_t keys = 0;
   for (size_t i = 0; i <= shard_mask_; ++i) {
-    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    std::lock_guard<internal::ShardMutex> lock(shards_[i].mu);
     keys += shards_[i].Size();
   }
   return keys;

@@ -91,7 +91,7 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
   std::vector<std::pair<int64_t, int64_t>> runs;
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<internal::ShardMutex> lock(sh.mu);
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
       w.Put<uint8_t>(kind);
       w.Put<uint64_t>(key);

@@ -1,12 +1,35 @@
 // Shard maintenance: sweeping expired state, evicting when a bound is reached, erasing.
 #include "store.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "sliding_log.h"
 
 namespace rl::internal {
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+              std::atomic<uint32_t>::is_always_lock_free);
+
+void ShardMutex::LockSlow(uint32_t c) {
+  // Mark the lock contended (2) so its holder wakes someone on unlock; whoever takes it this way
+  // keeps it marked, since other sleepers may remain.
+  if (c != 2) c = state_.exchange(2, std::memory_order_acquire);
+  while (c != 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, 2, nullptr,
+            nullptr, 0);
+    c = state_.exchange(2, std::memory_order_acquire);
+  }
+}
+
+void ShardMutex::WakeOne() {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+          0);
+}
 
 uint32_t ExpiryCodec::ExpiredAt(int64_t now_ms) const {
   const int128 rel = int128{now_ms} - base_ms_;

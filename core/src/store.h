@@ -11,8 +11,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
+#include <atomic>
 
+#include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "algorithms.h"
@@ -144,10 +145,34 @@ class ExpiryCodec {
   int64_t base_ms_;
 };
 
+// A three-state futex mutex (Drepper, "Futexes Are Tricky", mutex 3): 0 free, 1 locked, 2 locked
+// and maybe waited for. Uncontended, lock and unlock are one atomic instruction each, where
+// std::mutex went through pthread's (~55 instructions per check). Under contention it sleeps in
+// the kernel as std::mutex does (neither spins). Linux only, like the rest of the project.
+class ABSL_LOCKABLE ShardMutex {
+ public:
+  void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    uint32_t c = 0;
+    if (ABSL_PREDICT_FALSE(!state_.compare_exchange_strong(c, 1, std::memory_order_acquire,
+                                                           std::memory_order_relaxed))) {
+      LockSlow(c);
+    }
+  }
+  void unlock() ABSL_UNLOCK_FUNCTION() {
+    if (ABSL_PREDICT_FALSE(state_.exchange(0, std::memory_order_release) == 2)) WakeOne();
+  }
+
+ private:
+  void LockSlow(uint32_t c);
+  void WakeOne();
+
+  std::atomic<uint32_t> state_{0};
+};
+
 struct alignas(64) Shard {
-  // std::mutex rather than absl::Mutex: the distribution's abseil build runs deadlock detection
-  // on every Lock, which cost a third of a check.
-  mutable std::mutex mu;
+  // Not absl::Mutex: the distribution's abseil build runs deadlock detection on every Lock,
+  // which cost a third of a check. Not std::mutex: see ShardMutex.
+  mutable ShardMutex mu;
   Table2 two ABSL_GUARDED_BY(mu);     // token bucket, GCRA, fixed window, leaky bucket
   Table3 three ABSL_GUARDED_BY(mu);   // sliding window counter
   TableLog logs ABSL_GUARDED_BY(mu);  // sliding log
