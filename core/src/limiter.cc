@@ -122,9 +122,13 @@ inline bool Valid(absl::Span<const Limit> limits, int64_t cost) {
 // instructions per limit.
 class KeyHasher {
  public:
+  // The empty scope (inline limits, the common case) seeds with the limiter's seed itself, which
+  // saves a hash per check; it stands apart from a named scope unless that scope's hash happens
+  // to equal the seed (probability 2^-64).
   KeyHasher(std::string_view scope, std::string_view key, uint64_t seed)
-      : base_(XXH3_64bits_withSeed(key.data(), key.size(),
-                                   XXH3_64bits_withSeed(scope.data(), scope.size(), seed))) {}
+      : base_(XXH3_64bits_withSeed(
+            key.data(), key.size(),
+            scope.empty() ? seed : XXH3_64bits_withSeed(scope.data(), scope.size(), seed))) {}
   uint64_t For(const Limit& limit) const {
     // Injective in (algorithm, window) (window < 2^39), and an odd multiplier keeps it so.
     const uint64_t tail =
