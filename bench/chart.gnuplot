@@ -16,7 +16,9 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics lc rgb "#dddddd"
-set key top right
+set key top left horizontal
+# (room above the tallest bar for the key)
+set offsets 0, 0, graph 0.18, 0
 set ylabel "thousand requests / s"
 set xtics rotate by -20 scale 0 font "sans,11"
 set rmargin 12
