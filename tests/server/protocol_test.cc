@@ -15,21 +15,7 @@
 namespace rl::test {
 namespace {
 
-class ProtocolTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess({"--threads", "2"});
-    ASSERT_GT(server_->port(), 0) << "rl-server did not start";
-  }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->Terminate(), 0);
-    delete server_;
-    server_ = nullptr;
-  }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
-};
-ServerProcess* ProtocolTest::server_ = nullptr;
+class ProtocolTest : public SharedServerTest<ProtocolTest> {};
 
 struct BadInput {
   std::string bytes;

@@ -14,21 +14,7 @@
 namespace rl::test {
 namespace {
 
-class RlCommandsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess({"--threads", "2"});
-    ASSERT_GT(server_->port(), 0) << "rl-server did not start";
-  }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->Terminate(), 0);
-    delete server_;
-    server_ = nullptr;
-  }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
-};
-ServerProcess* RlCommandsTest::server_ = nullptr;
+class RlCommandsTest : public SharedServerTest<RlCommandsTest> {};
 
 struct SeedCase {
   const char* algorithm;

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace rl::test {
 
 class ServerProcess {
@@ -95,6 +97,24 @@ class ServerProcess {
   int stdout_fd_ = -1;
   int port_ = 0;
   bool exited_ = false;
+};
+
+// A test suite whose tests share one rl-server (--threads 2), started before the suite's first
+// test and stopped (exit code 0 expected) after its last. CRTP gives each suite its own server.
+template <typename Suite>
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess({"--threads", "2"});
+    ASSERT_GT(server_->port(), 0) << "rl-server did not start";
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->Terminate(), 0);
+    delete server_;
+    server_ = nullptr;
+  }
+  int port() const { return server_->port(); }
+  static inline ServerProcess* server_ = nullptr;
 };
 
 }  // namespace rl::test
