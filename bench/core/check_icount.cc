@@ -9,28 +9,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "bench_keys.h"
 #include "rl/limiter.h"
 
 namespace {
 
-std::vector<std::string> MakeKeys(size_t n) {
-  std::vector<std::string> keys;
-  char buf[64];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof(buf), "tenant-%06zu:route-/api/v1/orders:%08zu", i % 997, i);
-    std::string k(buf);
-    k.resize(40, '.');
-    keys.push_back(std::move(k));
-  }
-  return keys;
-}
-
-size_t Index(size_t i, size_t n) { return (i * 2654435761u) % n; }
-
-struct BareState {
-  int64_t a = 0;
-  int64_t b = 0;
-};
+using rl::bench::BareState;
+using rl::bench::Index;
+using rl::bench::MakeKeys;
 
 __attribute__((noinline)) int64_t RunChecks(rl::Limiter& limiter, rl::ManualClock& clock,
                                             const std::vector<std::string>& keys,

@@ -15,34 +15,17 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "bench_keys.h"
 #include "rl/limiter.h"
 
 namespace rl {
 namespace {
 
 // 40-byte keys, as in the memory target ("a token-bucket state <= 64 bytes including a 40-byte
-// key").
-std::vector<std::string> MakeKeys(size_t n) {
-  std::vector<std::string> keys;
-  keys.reserve(n);
-  char buf[64];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof(buf), "tenant-%06zu:route-/api/v1/orders:%08zu", i % 997, i);
-    std::string k(buf);
-    k.resize(40, '.');
-    keys.push_back(std::move(k));
-  }
-  return keys;
-}
-
-// A visiting order that jumps around the key space (so neither side enjoys sequential locality)
-// and gives thread t the indices congruent to t modulo the thread count.
-size_t Index(size_t i, size_t n) { return (i * 2654435761u) % n; }
-
-struct BareState {
-  int64_t a = 0;
-  int64_t b = 0;
-};
+// key"), shared with check_icount.
+using bench::BareState;
+using bench::Index;
+using bench::MakeKeys;
 
 // One fixture alive at a time (1 M-key limiters are big); built by the first thread that asks.
 struct Fixture {
