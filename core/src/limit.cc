@@ -4,6 +4,8 @@
 // error is an absl::InvalidArgumentError whose text can follow "ERR " in a Redis reply.
 #include "rl/limit.h"
 
+#include "rl/ascii.h"
+
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -13,8 +15,6 @@ namespace rl {
 namespace {
 
 constexpr size_t kMaxPolicyNameLength = 128;
-// Echoed tokens are cut so that a megabyte of junk does not come back as a megabyte of error.
-constexpr size_t kMaxEchoLength = 48;
 
 struct AlgorithmInfo {
   Algorithm algorithm;
@@ -35,33 +35,11 @@ constexpr std::string_view kAlgorithmList =
     "TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW or LEAKY_BUCKET";
 constexpr std::string_view kWindowHint = "(use e.g. 250ms, 1s, 1m, 1h, 1d)";
 
-char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
-  }
-  return true;
-}
-
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-// A token made safe to quote inside a one-line RESP error: control bytes (a stray CR/LF would end
-// the reply early) and non-ASCII become '?', and long tokens are cut.
-std::string Echo(std::string_view token) {
-  std::string out;
-  const size_t n = token.size() < kMaxEchoLength ? token.size() : kMaxEchoLength;
-  out.reserve(n + 3);
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char c = static_cast<unsigned char>(token[i]);
-    out.push_back(c >= 0x20 && c <= 0x7e ? static_cast<char>(c) : '?');
-  }
-  if (token.size() > n) out += "...";
-  return out;
-}
+std::string Echo(std::string_view token) { return EchoToken(token); }
 
 const AlgorithmInfo* FindAlgorithm(Algorithm algorithm) {
   for (const AlgorithmInfo& info : kAlgorithms) {
@@ -232,24 +210,35 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
   return limit;
 }
 
-absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
-                                               size_t* pos) {
-  std::vector<Limit> limits;
+absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* pos,
+                            absl::Span<Limit> out, size_t* count) {
+  size_t n = 0;
   size_t i = *pos;
   // The first token must be a limit; after that, the first non-algorithm token ends the list.
   do {
-    if (limits.size() == kMaxLimitsPerCheck) {
+    if (n == out.size() || n == kMaxLimitsPerCheck) {
       return absl::InvalidArgumentError("too many limits (at most " +
                                         std::to_string(kMaxLimitsPerCheck) + " per check)");
     }
     absl::StatusOr<Limit> limit = ParseLimit(tokens, &i);
     if (!limit.ok()) return limit.status();
-    limits.push_back(*limit);
+    out[n++] = *limit;
   } while (i < tokens.size() && ParseAlgorithm(tokens[i]).has_value());
 
-  if (absl::Status status = ValidateLimits(limits); !status.ok()) return status;
+  if (absl::Status status = ValidateLimits(out.subspan(0, n)); !status.ok()) return status;
   *pos = i;
-  return limits;
+  *count = n;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
+                                               size_t* pos) {
+  std::array<Limit, kMaxLimitsPerCheck> buf;
+  size_t n = 0;
+  if (absl::Status status = ParseLimitsInto(tokens, pos, absl::MakeSpan(buf), &n); !status.ok()) {
+    return status;
+  }
+  return std::vector<Limit>(buf.begin(), buf.begin() + n);
 }
 
 std::string FormatLimit(const Limit& limit) {
@@ -280,6 +269,7 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view name,
   for (; pos < tokens.size(); ++pos) {
     const std::string_view token = tokens[pos];
     if (EqualsIgnoreCase(token, "SHADOW")) {
+      if (policy.shadow) return absl::InvalidArgumentError("SHADOW given more than once");
       policy.shadow = true;
       continue;
     }
@@ -290,8 +280,10 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view name,
       // Also catches a limit written after the keywords: limits come first.
       return absl::InvalidArgumentError("syntax error near '" + Echo(token) + "'");
     }
-    if (failure_mode_set && policy.failure_mode != *mode) {
-      return absl::InvalidArgumentError("FAIL_OPEN and FAIL_CLOSED exclude each other");
+    if (failure_mode_set) {
+      return absl::InvalidArgumentError(policy.failure_mode != *mode
+                                            ? "FAIL_OPEN and FAIL_CLOSED exclude each other"
+                                            : "failure mode given more than once");
     }
     policy.failure_mode = *mode;
     failure_mode_set = true;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "limiter_impl.h"
 #include "sliding_log.h"
+#include "step.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -46,72 +47,6 @@ size_t RoundUpPow2(size_t n) {
 uint64_t RandomSeed() {
   std::random_device rd;
   return (uint64_t{rd()} << 32) ^ rd();
-}
-
-// The checks of ValidateLimit as one branch-free test, so a valid check (the common case) pays
-// for neither building an absl::Status nor a call per limit.
-inline bool LimitValid(const Limit& l) {
-  // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison.
-  return (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
-         (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
-         (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
-         (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket));
-}
-
-absl::Status ValidateLimit(const Limit& l) {
-  if (l.limit < 1 || l.limit > kMaxLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit must be between 1 and ", kMaxLimit, ", got ", l.limit));
-  }
-  if (l.window_ms < 1 || l.window_ms > kMaxWindowMs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window must be between 1ms and ", kMaxWindowMs, "ms, got ", l.window_ms));
-  }
-  if (l.burst < 0 || l.burst > kMaxLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("burst must be between 0 and ", kMaxLimit, ", got ", l.burst));
-  }
-  if (static_cast<uint8_t>(l.algorithm) > static_cast<uint8_t>(Algorithm::kLeakyBucket)) {
-    return absl::InvalidArgumentError("unknown algorithm");
-  }
-  return absl::OkStatus();
-}
-
-// Out of line: only a check that fails validation builds a Status.
-[[gnu::noinline]] absl::Status ValidateSlow(absl::Span<const Limit> limits, int64_t cost) {
-  if (limits.empty()) return absl::InvalidArgumentError("at least one limit is required");
-  if (limits.size() > kMaxLimitsPerCheck) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("too many limits: at most ", kMaxLimitsPerCheck, " per check"));
-  }
-  if (cost < 0) return absl::InvalidArgumentError("cost must not be negative");
-  for (size_t i = 0; i < limits.size(); ++i) {
-    if (absl::Status s = ValidateLimit(limits[i]); !s.ok()) return s;
-    for (size_t j = 0; j < i; ++j) {
-      if (limits[j].algorithm == limits[i].algorithm &&
-          limits[j].window_ms == limits[i].window_ms) {
-        // They would share one state and consume twice from it.
-        return absl::InvalidArgumentError(
-            "two limits with the same algorithm and window in one check");
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-// True when ValidateSlow would return OK.
-inline bool Valid(absl::Span<const Limit> limits, int64_t cost) {
-  const size_t n = limits.size();
-  if (n - 1 >= kMaxLimitsPerCheck || cost < 0) return false;  // n == 0 wraps around
-  bool ok = true;
-  for (size_t i = 0; i < n; ++i) {
-    ok &= LimitValid(limits[i]);
-    for (size_t j = 0; j < i; ++j) {
-      ok &= !(limits[j].algorithm == limits[i].algorithm &&
-              limits[j].window_ms == limits[i].window_ms);
-    }
-  }
-  return ok;
 }
 
 // State keys. (scope, key) is hashed once per check with a seeded 64-bit XXH3: the key's hash is
@@ -166,7 +101,6 @@ struct Pending {
   const SlotLog* slotl;
   State2 state2;
   State3 state3;
-  LimitResult result;
   int64_t expiry_ms;
   LogBuf* new_log;  // a log created by this check, to insert
 };
@@ -177,56 +111,6 @@ union PendingArray {
   Pending items[kMaxLimitsPerCheck];
 };
 static_assert(std::is_trivially_destructible_v<Pending>);
-
-internal::Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t now,
-                                   int64_t cost) {
-  switch (limit.algorithm) {
-    case Algorithm::kTokenBucket:
-      return internal::TokenBucket(state, limit, now, cost);
-    case Algorithm::kGcra:
-      return internal::Gcra(state, limit, now, cost);
-    case Algorithm::kLeakyBucket:
-      return internal::LeakyBucket(state, limit, now, cost);
-    default:
-      return internal::FixedWindow(state, limit, now, cost);
-  }
-}
-
-// Binding limit: when denied, the denying limit with the longest wait (never wins); when
-// allowed, the one with the least remaining.
-void MakeDecision(const Pending* p, size_t n, Decision& d) {
-  d.count = static_cast<uint8_t>(n);
-  bool allowed = true;
-  int64_t max_delay = 0;
-  for (size_t i = 0; i < n; ++i) {
-    d.limits[i] = p[i].result;
-    allowed = allowed && p[i].result.allowed;
-    if (p[i].result.allowed) max_delay = std::max(max_delay, p[i].result.retry_after_ms);
-  }
-  size_t b = 0;
-  if (allowed) {
-    for (size_t i = 1; i < n; ++i) {
-      if (d.limits[i].remaining < d.limits[b].remaining) b = i;
-    }
-  } else {
-    auto wait = [](const LimitResult& r) {
-      return r.retry_after_ms == kRetryNever ? INT64_MAX : r.retry_after_ms;
-    };
-    b = n;
-    for (size_t i = 0; i < n; ++i) {
-      if (d.limits[i].allowed) continue;
-      if (b == n || wait(d.limits[i]) > wait(d.limits[b])) b = i;
-    }
-  }
-  const LimitResult& r = d.limits[b];
-  d.allowed = allowed;
-  d.binding = static_cast<uint8_t>(b);
-  d.limit = r.limit;
-  d.remaining = r.remaining;
-  // An allowed check waits for its slowest shaping (leaky bucket) limit.
-  d.retry_after_ms = allowed ? max_delay : r.retry_after_ms;
-  d.reset_after_ms = r.reset_after_ms;
-}
 
 }  // namespace
 
@@ -291,10 +175,11 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
                                             bool commit) {
   // One result object, returned by name so the large Decision is built in place.
   absl::StatusOr<Decision> out(absl::in_place);
-  if (ABSL_PREDICT_FALSE(!Valid(limits, cost))) {
-    out = ValidateSlow(limits, cost);
+  if (ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
+    out = internal::ValidateCheck(limits, cost);
     return out;
   }
+  LimitResult* results = out->limits.data();
   const size_t n = limits.size();
   PendingArray pending;
   Pending* p = pending.items;
@@ -341,9 +226,9 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
           old = State2{expiry_.FromRel(it->rel_a()), it->b};
         }
         const internal::Step<State2> step =
-            TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
+            internal::TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
         q.state2 = step.state;
-        q.result = step.result;
+        results[i] = step.result;
         q.expiry_ms = step.expiry_ms;
         break;
       }
@@ -357,7 +242,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         const internal::Step<State3> step =
             internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
         q.state3 = step.state;
-        q.result = step.result;
+        results[i] = step.result;
         q.expiry_ms = step.expiry_ms;
         break;
       }
@@ -369,11 +254,11 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
           log = it->log;
           internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
         }
-        q.result = internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
+        results[i] = internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
         break;
       }
     }
-    allowed = allowed && q.result.allowed;
+    allowed = allowed && results[i].allowed;
   }
 
   if (allowed && commit && cost > 0) {
@@ -451,7 +336,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     }
   }
   for (size_t i = lock_count; i-- > 0;) shards_[locked[i]].mu.unlock();
-  MakeDecision(p, n, *out);
+  internal::MakeDecision(n, *out);
   return out;
 }
 
@@ -459,7 +344,7 @@ size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
                             absl::Span<const Limit> limits) {
   size_t removed = 0;
   for (const Limit& limit : limits) {
-    if (!ValidateLimit(limit).ok()) continue;
+    if (!internal::CheckValid(absl::MakeConstSpan(&limit, 1), 0)) continue;
     const StateKey k = KeyFor(scope, key, limit);
     Shard& sh = shards_[k.shard];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
@@ -513,7 +398,19 @@ absl::StatusOr<Decision> Limiter::Check(std::string_view scope, std::string_view
 }
 
 absl::StatusOr<Decision> Limiter::Check(const Policy& policy, std::string_view key, int64_t cost) {
-  return impl_->Run(policy.name, key, policy.limits, cost, /*commit=*/true);
+  absl::StatusOr<Decision> d = impl_->Run(policy.name, key, policy.limits, cost, /*commit=*/true);
+  if (d.ok() && policy.shadow) ApplyShadow(*d);
+  return d;
+}
+
+absl::StatusOr<Decision> Limiter::Peek(const Policy& policy, std::string_view key, int64_t cost) {
+  absl::StatusOr<Decision> d = impl_->Run(policy.name, key, policy.limits, cost, /*commit=*/false);
+  if (d.ok() && policy.shadow) ApplyShadow(*d);
+  return d;
+}
+
+size_t Limiter::Reset(const Policy& policy, std::string_view key) {
+  return impl_->Reset(policy.name, key, policy.limits);
 }
 
 absl::StatusOr<Decision> Limiter::Peek(std::string_view scope, std::string_view key,
@@ -534,3 +431,13 @@ size_t Limiter::KeyCount() const { return impl_->KeyCount(); }
 Clock& Limiter::clock() const { return impl_->clock(); }
 
 }  // namespace rl
+
+namespace rl::internal {
+
+absl::Status ValidateCheck(absl::Span<const Limit> limits, int64_t cost) {
+  if (absl::Status s = ValidateLimits(limits); !s.ok()) return s;
+  if (cost < 0) return absl::InvalidArgumentError("cost must not be negative");
+  return absl::OkStatus();
+}
+
+}  // namespace rl::internal

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "algorithms.h"
+#include "state_alloc.h"
 
 namespace rl::internal {
 
@@ -58,7 +59,7 @@ struct LogBuf {
 namespace {
 
 LogBuf* Allocate(uint32_t cap) {
-  void* p = std::malloc(sizeof(LogBuf) + size_t{cap} * sizeof(uint64_t));
+  void* p = StateAlloc(sizeof(LogBuf) + size_t{cap} * sizeof(uint64_t));
   if (p == nullptr) throw std::bad_alloc();  // allocation failure is not a request-path error
   LogBuf* log = static_cast<LogBuf*>(p);
   log->base_ms = 0;
@@ -86,7 +87,7 @@ LogBuf* Grow(LogBuf* log, uint32_t cap) {
   grown->used = log->used;
   grown->last_words = log->last_words;
   for (uint32_t k = 0; k < log->used; ++k) grown->items()[k] = log->At(k);
-  std::free(log);
+  StateFree(log);
   return grown;
 }
 
@@ -151,6 +152,10 @@ LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost)
   if (log->empty()) {
     log->head = log->used = 0;
     log->base_ms = now_ms;
+  } else if (now_ms < log->TimeAt(log->Last())) {
+    // A clock behind the newest run (a state written by another node, or restored): record at
+    // the newest run's time, so runs stay ordered and offsets never go negative.
+    now_ms = log->TimeAt(log->Last());
   }
   log->total += cost;
   const uint64_t ucost = static_cast<uint64_t>(cost);
@@ -209,7 +214,18 @@ size_t LogBytes(const LogBuf* log) {
   return log == nullptr ? 0 : sizeof(LogBuf) + size_t{log->cap} * sizeof(uint64_t);
 }
 
-void LogFree(LogBuf* log) { std::free(log); }
+void LogFree(LogBuf* log) { StateFree(log); }
+
+LogBuf* LogClone(const LogBuf* log) {
+  if (log == nullptr) return nullptr;
+  LogBuf* copy = Allocate(log->cap);
+  copy->base_ms = log->base_ms;
+  copy->total = log->total;
+  copy->used = log->used;
+  copy->last_words = log->last_words;
+  for (uint32_t k = 0; k < log->used; ++k) copy->items()[k] = log->At(k);
+  return copy;
+}
 
 void LogRuns(const LogBuf* log, std::vector<std::pair<int64_t, int64_t>>* out) {
   if (log == nullptr) return;

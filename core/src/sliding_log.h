@@ -34,6 +34,8 @@ int64_t LogTotal(const LogBuf* log);
 // Heap bytes held by the buffer (0 for null).
 size_t LogBytes(const LogBuf* log);
 void LogFree(LogBuf* log);
+// A copy of the buffer (null for null).
+LogBuf* LogClone(const LogBuf* log);
 
 // Serialization for snapshots: the live runs as absolute (time ms, count) pairs, oldest first.
 void LogRuns(const LogBuf* log, std::vector<std::pair<int64_t, int64_t>>* out);

@@ -84,7 +84,8 @@ GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
     result.allowed = !result.unavailable;
     return result;
   }
-  // Shadow policies count but never block.
+  // Shadow policies count but never block (the engine reports shadow_denied; a remote limiter
+  // may answer for the limits alone).
   result.allowed = decision->allowed || result.policy->shadow;
   result.headers = rl::HeaderValues(*decision, result.policy->name, limiter_->WallNowMs());
   result.decision = *std::move(decision);

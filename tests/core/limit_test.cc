@@ -286,10 +286,13 @@ TEST(PolicyTest, ParsesLimitsAndFlags) {
   EXPECT_TRUE(policy->shadow);
   EXPECT_EQ(policy->failure_mode, FailureMode::kFailOpen);
 
-  // Repeating a flag is harmless.
-  EXPECT_TRUE(ParsePolicy("api", std::string_view("GCRA 1 1s SHADOW SHADOW FAIL_CLOSED "
-                                                  "FAIL_CLOSED"))
-                  .ok());
+  // A repeated flag is a mistake worth reporting, not something to accept silently.
+  EXPECT_EQ(ParsePolicy("api", std::string_view("GCRA 1 1s SHADOW SHADOW")).status().message(),
+            "SHADOW given more than once");
+  EXPECT_EQ(ParsePolicy("api", std::string_view("GCRA 1 1s FAIL_CLOSED FAIL_CLOSED"))
+                .status()
+                .message(),
+            "failure mode given more than once");
 }
 
 TEST(PolicyTest, TokenOverloadMatchesStringOverload) {

@@ -2,6 +2,7 @@
 // limit, separate states), peek, reset, validation, edge cases (idle years, huge values, a clock
 // that stands still, changed limits), expiry, sweeping and eviction at the key bound.
 #include "rl/limiter.h"
+#include "step.h"
 
 #include <chrono>
 #include <string>
@@ -141,9 +142,12 @@ TEST_F(LimiterTest, CostAboveCapacityIsNeverAndChangesNothing) {
     EXPECT_EQ(d.retry_after_ms, kRetryNever) << AlgorithmName(a);
     EXPECT_EQ(Peek({l}, 0).remaining, 3) << AlgorithmName(a);
   }
-  // Burst raises the capacity of bucket algorithms only.
+  // Burst raises the capacity of bucket algorithms; the others refuse it, as the spec parser
+  // does (one validator).
   EXPECT_TRUE(Check({{Algorithm::kGcra, 5, kSecond, 8}}, 8, "b").allowed);
-  EXPECT_EQ(Check({{Algorithm::kFixedWindow, 5, kSecond, 8}}, 6, "b").retry_after_ms, kRetryNever);
+  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
+    EXPECT_FALSE(limiter_.Check("", "b", {Limit{a, 5, kSecond, 8}}, 1).ok()) << AlgorithmName(a);
+  }
 }
 
 TEST_F(LimiterTest, InvalidInputIsAnError) {
@@ -197,8 +201,10 @@ TEST_F(LimiterTest, ClockStandingStillAdmitsExactlyTheLimit) {
 
 TEST_F(LimiterTest, YearsIdleAndHugeValuesStayInRange) {
   for (Algorithm a : kAll) {
-    for (const Limit& l : {Limit{a, kMaxLimit, kMaxWindowMs, kMaxLimit}, Limit{a, 1, kMaxWindowMs},
-                           Limit{a, kMaxLimit, 1}, Limit{a, 1, 1, kMaxLimit}}) {
+    // BURST only where the algorithm takes one.
+    const int64_t burst = internal::HasBurst(a) ? kMaxLimit : 0;
+    for (const Limit& l : {Limit{a, kMaxLimit, kMaxWindowMs, burst}, Limit{a, 1, kMaxWindowMs},
+                           Limit{a, kMaxLimit, 1}, Limit{a, 1, 1, burst}}) {
       SCOPED_TRACE(FormatLimit(l));
       for (int64_t cost : {int64_t{1}, kMaxLimit / 2, kMaxLimit, kMaxLimit + 1}) {
         for (int64_t step : {int64_t{0}, int64_t{1}, kYear, 10 * kYear}) {
@@ -327,6 +333,38 @@ TEST(LimiterBoundTest, BackgroundSweeperRemovesExpiredStates) {
   }
   EXPECT_EQ(limiter.KeyCount(), 0u);
   EXPECT_EQ(limiter.Stats().expired, 100u);
+}
+
+}  // namespace
+}  // namespace rl
+
+namespace rl {
+namespace {
+
+// Issue 14: a shadow policy never denies in-process either; the Decision says it would have.
+TEST(LimiterShadowTest, ShadowPolicyAllowsAndReportsTheDenial) {
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  absl::StatusOr<Policy> trial = ParsePolicy("trial", "GCRA 2 1m SHADOW");
+  ASSERT_TRUE(trial.ok());
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<Decision> d = limiter.Check(*trial, "t1");
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->allowed);
+    EXPECT_FALSE(d->shadow_denied);
+  }
+  absl::StatusOr<Decision> third = limiter.Check(*trial, "t1");
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE(third->allowed);
+  EXPECT_TRUE(third->shadow_denied);
+  EXPECT_EQ(third->retry_after_ms, 0);
+  EXPECT_EQ(third->remaining, 0);
+  EXPECT_TRUE(limiter.Peek(*trial, "t1")->shadow_denied);
+  // The same limits without SHADOW deny: the state is the policy's, shared by name.
+  Policy strict = *trial;
+  strict.shadow = false;
+  EXPECT_FALSE(limiter.Check(strict, "t1")->allowed);
+  EXPECT_EQ(limiter.Reset(strict, "t1"), 1u);
 }
 
 }  // namespace

@@ -77,7 +77,7 @@ TEST_F(RateLimitGateTest, ShadowPoliciesCountButNeverBlock) {
   GateResult second = gate.Check("GET", "/x", "ip:127.0.0.1");
   EXPECT_TRUE(second.allowed);
   ASSERT_TRUE(second.decision.has_value());
-  EXPECT_FALSE(second.decision->allowed);  // the engine's verdict is still reported
+  EXPECT_TRUE(second.decision->shadow_denied);  // the limits' verdict is still reported
 }
 
 TEST_F(RateLimitGateTest, BadConfigIsRejected) {

@@ -10,6 +10,16 @@ namespace rl {
 
 inline constexpr int64_t kRetryNever = -1;
 
+// Who decided a check: the limiter itself, or (for a remote limiter that could not reach its
+// server in time) the policy's failure mode or the in-process fallback.
+enum class DecidedBy : uint8_t {
+  kLimiter = 0,     // the limits were evaluated (locally or by the server)
+  kFailOpen = 1,    // the server was unavailable; allowed by FailureMode::kFailOpen
+  kFailClosed = 2,  // the server was unavailable; denied by FailureMode::kFailClosed
+  kOverflow = 3,    // the limiter was full and decided a new key by its overflow mode
+  kFallback = 4,    // the server was unavailable; decided by the local fallback limiter
+};
+
 // The outcome for one limit of a check.
 struct LimitResult {
   bool allowed = true;
@@ -31,7 +41,20 @@ struct Decision {
   int64_t reset_after_ms = 0;
   uint8_t binding = 0;  // index into `limits` of the binding limit
   uint8_t count = 0;    // number of valid entries in `limits`
+  // A shadow policy's limits denied this check, so it was allowed only because the policy is in
+  // shadow mode (nothing was consumed; retry_after_ms is 0; the other fields are the denial's).
+  bool shadow_denied = false;
+  DecidedBy decided_by = DecidedBy::kLimiter;
   std::array<LimitResult, kMaxLimitsPerCheck> limits{};
 };
+
+// Shadow mode: a denial becomes an allowance marked shadow_denied, with no wait. A denied check
+// consumed nothing, so a shadow policy never changes what its limits count.
+inline void ApplyShadow(Decision& d) {
+  if (d.allowed) return;
+  d.allowed = true;
+  d.shadow_denied = true;
+  d.retry_after_ms = 0;
+}
 
 }  // namespace rl

@@ -62,6 +62,10 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
 // caller can go on with its own keywords such as COST). At least one, at most kMaxLimitsPerCheck.
 absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
                                                size_t* pos);
+// The same loop into caller-provided room (no allocation; what a server does per request):
+// fills out[0..*count) and validates them together (ValidateLimits).
+absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* pos,
+                             absl::Span<Limit> out, size_t* count);
 // Canonical spec text, e.g. "TOKEN_BUCKET 100 1m BURST 20".
 std::string FormatLimit(const Limit& limit);
 

@@ -44,13 +44,16 @@ class Limiter {
   // cost above a limit's capacity is denied with retry_after_ms = kRetryNever and changes nothing.
   absl::StatusOr<Decision> Check(std::string_view scope, std::string_view key,
                                  absl::Span<const Limit> limits, int64_t cost = 1);
-  // A policy's limits under the policy's name. Shadow mode is the caller's to apply.
+  // A policy's limits under the policy's name. A shadow policy never denies: a check its limits
+  // deny is allowed with Decision::shadow_denied set and consumes nothing.
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key, int64_t cost = 1);
   // What Check would answer, changing nothing.
   absl::StatusOr<Decision> Peek(std::string_view scope, std::string_view key,
                                 absl::Span<const Limit> limits, int64_t cost = 1);
+  absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
   // Removes the states of these limits for (scope, key); returns how many existed.
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
+  size_t Reset(const Policy& policy, std::string_view key);
 
   // Removes up to `budget` expired states (those equivalent to fresh); returns how many.
   size_t Sweep(size_t budget = SIZE_MAX);

@@ -1,0 +1,84 @@
+// rl::KeyState: every limit state of one key, held by the caller rather than by rl::Limiter's
+// sharded store. It is the value of rl.so's native Redis type (one Redis key per user key, so a
+// check touches one hash slot), and it runs the very algorithms, validation and binding rules
+// the Limiter runs, so both front ends answer a check identically.
+//
+// States are told apart by (scope, algorithm, window), as in the Limiter: the scope is "" for
+// inline limits or a policy name, so a renamed policy starts clean. Times are whatever clock
+// the caller passes in `now_ms`; rl.so passes absolute milliseconds (its monotonic clock
+// anchored to wall-clock time) so that RDB files, the AOF and replicas read them the same.
+//
+// Not thread-safe (Redis runs commands one at a time). Move-only; one heap block per key plus
+// one per sliding log.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "rl/decision.h"
+#include "rl/limit.h"
+
+namespace rl {
+
+// The stable identity of a scope inside a key: 0 for "" (inline limits), otherwise a fixed,
+// unseeded 64-bit hash of the name, so every node and every restart agrees on it.
+uint64_t ScopeId(std::string_view scope);
+
+// Where KeyState blocks and sliding-log buffers get their memory. rl.so routes them to Redis's
+// allocator so INFO memory and maxmemory count them. Set once, before any state exists.
+struct StateAllocator {
+  void* (*alloc)(size_t bytes);
+  void* (*realloc)(void* p, size_t bytes);
+  void (*free)(void* p);
+};
+void SetStateAllocator(const StateAllocator& allocator);
+
+class KeyState {
+ public:
+  // The most states one key may hold (all scopes together). A check that would add more is
+  // refused with an error and changes nothing.
+  static constexpr size_t kMaxStates = 1024;
+
+  KeyState() = default;
+  ~KeyState();
+  KeyState(KeyState&& other) noexcept;
+  KeyState& operator=(KeyState&& other) noexcept;
+  KeyState(const KeyState&) = delete;
+  KeyState& operator=(const KeyState&) = delete;
+
+  // Limiter::Check over this key's states, all or nothing. `*changed` is set when the stored
+  // state differs afterwards (the caller then persists and replicates it); a denied check or a
+  // peek (cost 0) leaves it false unless a changed limit moved a state's expiry.
+  absl::StatusOr<Decision> Check(std::string_view scope, absl::Span<const Limit> limits,
+                                 int64_t cost, int64_t now_ms, bool* changed);
+  // What Check would answer, changing nothing (not even pruning).
+  absl::StatusOr<Decision> Peek(std::string_view scope, absl::Span<const Limit> limits,
+                                int64_t cost, int64_t now_ms) const;
+  // Removes the states of these limits under `scope`; returns how many existed.
+  size_t Reset(std::string_view scope, absl::Span<const Limit> limits);
+  // Removes the states that are equivalent to fresh at `now_ms`; returns how many.
+  size_t Prune(int64_t now_ms);
+
+  bool empty() const { return size() == 0; }
+  size_t size() const;
+  // When every state is equivalent to fresh (the latest expiry); INT64_MIN when empty. rl.so
+  // sets the Redis key's expiry to it, so an idle key vanishes by itself.
+  int64_t ExpiryMs() const;
+  // Heap bytes held (the block and the logs).
+  size_t MemoryBytes() const;
+
+  // A versioned, self-contained encoding with the caller's absolute times; canonical (equal
+  // states encode equally), so it also serves as a digest. Decode validates every field and
+  // refuses anything malformed with an error: it never crashes on hostile bytes.
+  void Encode(std::string* out) const;
+  static absl::StatusOr<KeyState> Decode(std::string_view data);
+
+ private:
+  void* block_ = nullptr;  // see key_state.cc
+};
+
+}  // namespace rl

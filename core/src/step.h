@@ -1,0 +1,101 @@
+// The per-check pieces that every holder of limit state runs: validation of a check, the
+// two-word algorithm dispatch, the choice of the binding limit, and shadow mode. The sharded
+// store (limiter.cc) and a caller-held key state (key_state.cc, the Redis module's value) both
+// call these, so a check means the same wherever its state lives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "algorithms.h"
+#include "rl/decision.h"
+#include "rl/limit.h"
+
+namespace rl::internal {
+
+// Bucket algorithms read LIMIT/WINDOW as a rate with a capacity, so only they take BURST.
+inline bool HasBurst(Algorithm algorithm) {
+  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kGcra ||
+         algorithm == Algorithm::kLeakyBucket;
+}
+
+// True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
+// case) pays neither for building an absl::Status nor for a call per limit. A test compares the
+// two over random limits.
+inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
+  const size_t n = limits.size();
+  if (n - 1 >= kMaxLimitsPerCheck || cost < 0) return false;  // n == 0 wraps around
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    const Limit& l = limits[i];
+    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison.
+    ok &= (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
+          (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
+          (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
+          (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket)) &
+          ((l.burst == 0) | HasBurst(l.algorithm));
+    for (size_t j = 0; j < i; ++j) {
+      ok &= !(limits[j].algorithm == l.algorithm && limits[j].window_ms == l.window_ms);
+    }
+  }
+  return ok;
+}
+
+// The one validator of a check (the limits through rl::ValidateLimits, then the cost). Out of
+// line: only a check that fails CheckValid builds a Status.
+absl::Status ValidateCheck(absl::Span<const Limit> limits, int64_t cost);
+
+inline Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t now,
+                                int64_t cost) {
+  switch (limit.algorithm) {
+    case Algorithm::kTokenBucket:
+      return TokenBucket(state, limit, now, cost);
+    case Algorithm::kGcra:
+      return Gcra(state, limit, now, cost);
+    case Algorithm::kLeakyBucket:
+      return LeakyBucket(state, limit, now, cost);
+    default:
+      return FixedWindow(state, limit, now, cost);
+  }
+}
+
+// Fills the decision's summary from d.limits[0..n): when denied, the binding limit is the
+// denying one with the longest wait (never wins); when allowed, the one with the least remaining,
+// and the wait is the slowest shaping (leaky bucket) delay.
+inline void MakeDecision(size_t n, Decision& d) {
+  d.count = static_cast<uint8_t>(n);
+  bool allowed = true;
+  int64_t max_delay = 0;
+  for (size_t i = 0; i < n; ++i) {
+    allowed = allowed && d.limits[i].allowed;
+    if (d.limits[i].allowed && d.limits[i].retry_after_ms > max_delay) {
+      max_delay = d.limits[i].retry_after_ms;
+    }
+  }
+  size_t b = 0;
+  if (allowed) {
+    for (size_t i = 1; i < n; ++i) {
+      if (d.limits[i].remaining < d.limits[b].remaining) b = i;
+    }
+  } else {
+    auto wait = [](const LimitResult& r) {
+      return r.retry_after_ms == kRetryNever ? INT64_MAX : r.retry_after_ms;
+    };
+    b = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (d.limits[i].allowed) continue;
+      if (b == n || wait(d.limits[i]) > wait(d.limits[b])) b = i;
+    }
+  }
+  const LimitResult& r = d.limits[b];
+  d.allowed = allowed;
+  d.binding = static_cast<uint8_t>(b);
+  d.limit = r.limit;
+  d.remaining = r.remaining;
+  d.retry_after_ms = allowed ? max_delay : r.retry_after_ms;
+  d.reset_after_ms = r.reset_after_ms;
+}
+
+}  // namespace rl::internal

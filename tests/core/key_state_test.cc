@@ -1,0 +1,298 @@
+// rl::KeyState, the caller-held state of one key (rl.so's value type): it must answer exactly as
+// the sharded Limiter does for the same calls at the same times, survive Encode/Decode, and
+// refuse malformed encodings without crashing.
+#include "rl/key_state.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "rl/clock.h"
+#include "rl/limiter.h"
+#include "step.h"
+
+namespace rl {
+namespace {
+
+Limit L(Algorithm a, int64_t limit, int64_t window_ms, int64_t burst = 0) {
+  return Limit{a, limit, window_ms, burst};
+}
+
+void ExpectSame(const Decision& a, const Decision& b, const std::string& where) {
+  ASSERT_EQ(a.allowed, b.allowed) << where;
+  EXPECT_EQ(a.limit, b.limit) << where;
+  EXPECT_EQ(a.remaining, b.remaining) << where;
+  EXPECT_EQ(a.retry_after_ms, b.retry_after_ms) << where;
+  EXPECT_EQ(a.reset_after_ms, b.reset_after_ms) << where;
+  EXPECT_EQ(a.binding, b.binding) << where;
+  ASSERT_EQ(a.count, b.count) << where;
+  for (size_t i = 0; i < a.count; ++i) {
+    EXPECT_EQ(a.limits[i].remaining, b.limits[i].remaining) << where << " limit " << i;
+    EXPECT_EQ(a.limits[i].retry_after_ms, b.limits[i].retry_after_ms) << where << " limit " << i;
+  }
+}
+
+TEST(KeyState, FreshStateAllowsAndCountsDown) {
+  KeyState s;
+  const Limit limits[] = {L(Algorithm::kTokenBucket, 2, 60'000)};
+  bool changed = false;
+  auto d = s.Check("", limits, 1, 1000, &changed);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 1);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(s.size(), 1u);
+  d = s.Check("", limits, 1, 1000, &changed);
+  EXPECT_TRUE(d->allowed);
+  d = s.Check("", limits, 1, 1000, &changed);
+  EXPECT_FALSE(d->allowed);
+  EXPECT_FALSE(changed) << "a denied check changes nothing";
+  EXPECT_EQ(d->retry_after_ms, 30'000);
+  EXPECT_EQ(s.ExpiryMs(), 1000 + 60'000);
+}
+
+TEST(KeyState, ScopesAndWindowsAreSeparateStates) {
+  KeyState s;
+  const Limit a[] = {L(Algorithm::kFixedWindow, 1, 1000)};
+  const Limit b[] = {L(Algorithm::kFixedWindow, 1, 2000)};
+  bool changed;
+  EXPECT_TRUE(s.Check("", a, 1, 0, &changed)->allowed);
+  EXPECT_TRUE(s.Check("api", a, 1, 0, &changed)->allowed);
+  EXPECT_TRUE(s.Check("", b, 1, 0, &changed)->allowed);
+  EXPECT_FALSE(s.Check("", a, 1, 0, &changed)->allowed);
+  EXPECT_FALSE(s.Check("api", a, 1, 0, &changed)->allowed);
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_EQ(s.Reset("api", a), 1u);
+  EXPECT_EQ(s.Reset("api", a), 0u);
+  EXPECT_TRUE(s.Check("api", a, 1, 0, &changed)->allowed);
+}
+
+TEST(KeyState, AllOrNothingAcrossLimits) {
+  KeyState s;
+  const Limit both[] = {L(Algorithm::kSlidingWindow, 100, 60'000),
+                        L(Algorithm::kFixedWindow, 2, 86'400'000)};
+  bool changed;
+  EXPECT_TRUE(s.Check("", both, 1, 0, &changed)->allowed);
+  EXPECT_TRUE(s.Check("", both, 1, 0, &changed)->allowed);
+  auto d = s.Check("", both, 1, 0, &changed);
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->binding, 1);
+  // The minute window was not charged by the denied call.
+  auto p = s.Peek("", both, 0, 0);
+  EXPECT_EQ(p->limits[0].remaining, 98);
+}
+
+TEST(KeyState, PeekChangesNothingEvenForAnOldLog) {
+  KeyState s;
+  const Limit log[] = {L(Algorithm::kSlidingLog, 3, 1000)};
+  bool changed;
+  for (int i = 0; i < 3; ++i) s.Check("", log, 1, i, &changed);
+  std::string before;
+  s.Encode(&before);
+  auto d = s.Peek("", log, 1, 1500);  // every run has left the window
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 2);  // what would be left after this call of cost 1
+  std::string after;
+  s.Encode(&after);
+  EXPECT_EQ(before, after);
+}
+
+TEST(KeyState, PruneDropsFreshStatesAndExpiryIsTheLatest) {
+  KeyState s;
+  bool changed;
+  const Limit a[] = {L(Algorithm::kGcra, 10, 1000)};
+  const Limit b[] = {L(Algorithm::kSlidingLog, 10, 5000)};
+  s.Check("", a, 1, 0, &changed);
+  s.Check("", b, 1, 0, &changed);
+  EXPECT_EQ(s.ExpiryMs(), 5000);
+  EXPECT_EQ(s.Prune(99), 0u);
+  EXPECT_EQ(s.Prune(100), 1u);  // one GCRA token of 10 per second refills in 100 ms
+  EXPECT_EQ(s.size(), 1u);
+  EXPECT_EQ(s.Prune(5000), 1u);
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.MemoryBytes(), 0u);
+}
+
+TEST(KeyState, ErrorsChangeNothing) {
+  KeyState s;
+  bool changed = true;
+  const Limit bad[] = {L(Algorithm::kSlidingLog, 5, 1000, /*burst=*/3)};
+  EXPECT_FALSE(s.Check("", bad, 1, 0, &changed).ok());
+  EXPECT_FALSE(changed);
+  const Limit ok[] = {L(Algorithm::kGcra, 5, 1000)};
+  EXPECT_FALSE(s.Check("", ok, -1, 0, &changed).ok());
+  EXPECT_TRUE(s.empty());
+}
+
+TEST(KeyState, TooManyStatesUnderOneKeyIsAnError) {
+  KeyState s;
+  bool changed;
+  for (size_t i = 0; i < KeyState::kMaxStates; ++i) {
+    const Limit l[] = {L(Algorithm::kFixedWindow, 5, 1000 + static_cast<int64_t>(i))};
+    ASSERT_TRUE(s.Check("", l, 1, 0, &changed).ok()) << i;
+  }
+  const Limit one_more[] = {L(Algorithm::kFixedWindow, 5, 999)};
+  auto d = s.Check("", one_more, 1, 0, &changed);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.size(), KeyState::kMaxStates);
+}
+
+// The property that makes rl.so and the Limiter one engine: for random checks of random limits
+// under random scopes at random times, both answer the same, and so does a KeyState that was
+// encoded and decoded in between.
+TEST(KeyState, AnswersExactlyAsTheLimiter) {
+  std::mt19937_64 rng(20261201);
+  for (int round = 0; round < 40; ++round) {
+    ManualClock clock(1'000'000);
+    Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+    KeyState state;
+    std::vector<std::vector<Limit>> sets;
+    for (int k = 0; k < 4; ++k) {
+      std::vector<Limit> set;
+      const int n = 1 + static_cast<int>(rng() % 3);
+      for (int j = 0; j < n; ++j) {
+        Limit l;
+        l.algorithm = static_cast<Algorithm>(rng() % 6);
+        l.limit = 1 + static_cast<int64_t>(rng() % 20);
+        l.window_ms = 1 + static_cast<int64_t>(rng() % 5000);
+        if (internal::HasBurst(l.algorithm) && rng() % 2) l.burst = 1 + rng() % 30;
+        bool dup = false;
+        for (const Limit& o : set) dup |= o.algorithm == l.algorithm && o.window_ms == l.window_ms;
+        if (!dup) set.push_back(l);
+      }
+      sets.push_back(set);
+    }
+    const char* scopes[] = {"", "api", "search"};
+    for (int step = 0; step < 400; ++step) {
+      clock.Advance(static_cast<int64_t>(rng() % 300));
+      const auto& set = sets[rng() % sets.size()];
+      const std::string_view scope = scopes[rng() % 3];
+      const int64_t cost = static_cast<int64_t>(rng() % 4);
+      const std::string where = "round " + std::to_string(round) + " step " + std::to_string(step);
+      if (rng() % 8 == 0) {
+        auto a = limiter.Peek(scope, "k", set, cost);
+        auto b = state.Peek(scope, set, cost, clock.NowMs());
+        ASSERT_TRUE(a.ok() && b.ok());
+        ExpectSame(*a, *b, where + " peek");
+        continue;
+      }
+      if (rng() % 50 == 0) {
+        // The counts may differ for states already equivalent to fresh (a KeyState prunes them
+        // on its next write, the Limiter on its sweep); what follows must not.
+        limiter.Reset(scope, "k", set);
+        state.Reset(scope, set);
+        continue;
+      }
+      bool changed = false;
+      auto a = limiter.Check(scope, "k", set, cost);
+      auto b = state.Check(scope, set, cost, clock.NowMs(), &changed);
+      ASSERT_TRUE(a.ok() && b.ok()) << where;
+      ExpectSame(*a, *b, where);
+      // Denied checks and peeks report a change only when a changed limit moved an expiry.
+      if (a->allowed && cost > 0) EXPECT_TRUE(changed) << where;
+      if (rng() % 10 == 0) {
+        std::string bytes;
+        state.Encode(&bytes);
+        auto decoded = KeyState::Decode(bytes);
+        ASSERT_TRUE(decoded.ok()) << decoded.status();
+        std::string again;
+        decoded->Encode(&again);
+        ASSERT_EQ(bytes, again) << where;
+        state = std::move(*decoded);
+      }
+    }
+  }
+}
+
+TEST(KeyState, DecodeRefusesMalformedInputWithoutCrashing) {
+  KeyState s;
+  bool changed;
+  const Limit limits[] = {L(Algorithm::kSlidingLog, 50, 10'000),
+                          L(Algorithm::kTokenBucket, 5, 1000),
+                          L(Algorithm::kSlidingWindow, 9, 3000)};
+  for (int t = 0; t < 20; ++t) s.Check("p", limits, 1 + t % 3, t * 7, &changed);
+  std::string good;
+  s.Encode(&good);
+  ASSERT_TRUE(KeyState::Decode(good).ok());
+  EXPECT_FALSE(KeyState::Decode("").ok());
+  EXPECT_FALSE(KeyState::Decode(std::string("\x02\x00\x00", 3)).ok()) << "unknown version";
+  EXPECT_FALSE(KeyState::Decode(good + "x").ok()) << "trailing bytes";
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    EXPECT_FALSE(KeyState::Decode(good.substr(0, cut)).ok()) << cut;
+  }
+  // Random byte flips: each either decodes into something usable or is refused.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    std::string bad = good;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<char>(rng());
+    auto d = KeyState::Decode(bad);
+    if (d.ok()) {
+      (void)d->Check("p", limits, 1, 1'000'000, &changed);
+      (void)d->Peek("p", limits, 1, -1'000'000);
+      (void)d->ExpiryMs();
+    }
+  }
+}
+
+TEST(KeyState, AllocatorHookSeesEveryBlock) {
+  static int live = 0;
+  StateAllocator counting{[](size_t n) -> void* {
+                            ++live;
+                            return std::malloc(n);
+                          },
+                          [](void* p, size_t n) -> void* {
+                            if (p == nullptr) ++live;
+                            return std::realloc(p, n);
+                          },
+                          [](void* p) {
+                            --live;
+                            std::free(p);
+                          }};
+  SetStateAllocator(counting);
+  {
+    KeyState s;
+    bool changed;
+    const Limit limits[] = {L(Algorithm::kSlidingLog, 50, 10'000), L(Algorithm::kGcra, 5, 1000)};
+    s.Check("", limits, 1, 0, &changed);
+    EXPECT_EQ(live, 2);  // the block and the log
+  }
+  EXPECT_EQ(live, 0);
+  SetStateAllocator(StateAllocator{&std::malloc, &std::realloc, &std::free});
+}
+
+// One validator: the engine's branch-free fast test accepts exactly what the validator accepts.
+TEST(Validation, FastPredicateEqualsTheValidator) {
+  std::mt19937_64 rng(99);
+  const int64_t edges[] = {-1,
+                           0,
+                           1,
+                           2,
+                           kMaxLimit - 1,
+                           kMaxLimit,
+                           kMaxLimit + 1,
+                           kMaxWindowMs,
+                           kMaxWindowMs + 1,
+                           INT64_MIN,
+                           INT64_MAX};
+  auto pick = [&]() {
+    return rng() % 2 ? edges[rng() % std::size(edges)] : static_cast<int64_t>(rng() % 100);
+  };
+  for (int i = 0; i < 200000; ++i) {
+    std::vector<Limit> limits(rng() % 10);
+    for (Limit& l : limits) {
+      l.algorithm = static_cast<Algorithm>(rng() % 8);
+      l.limit = pick();
+      l.window_ms = rng() % 3 ? 1 + static_cast<int64_t>(rng() % 4) : pick();
+      l.burst = rng() % 2 ? 0 : pick();
+    }
+    const int64_t cost = rng() % 5 ? static_cast<int64_t>(rng() % 3) : pick();
+    ASSERT_EQ(internal::CheckValid(limits, cost), internal::ValidateCheck(limits, cost).ok())
+        << "case " << i;
+  }
+}
+
+}  // namespace
+}  // namespace rl
