@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "resp/writer.h"
+#include "rl/command/docs.h"
 
 namespace rl::server {
 
@@ -54,20 +55,10 @@ enum CommandFlag : uint32_t {
   kCmdStale = 1u << 6,
 };
 
-enum ArgFlag : uint8_t {
-  kArgOptional = 1u << 0,
-  kArgMultiple = 1u << 1,
-};
-
-// One argument in COMMAND DOCS, in Redis's shape: a type of key, string, integer, pure-token
-// (a bare keyword), oneof or block (with nested arguments).
-struct ArgDoc {
-  std::string name;
-  std::string type;
-  std::string token;  // empty = none
-  uint8_t flags = 0;
-  std::vector<ArgDoc> arguments;
-};
+// Argument docs (COMMAND DOCS) are the command layer's, shared with rl.so.
+using ArgDoc = rl::command::ArgDoc;
+using rl::command::kArgMultiple;
+using rl::command::kArgOptional;
 
 struct CommandSpec {
   std::string name;   // lower case; subcommands are "parent|sub"

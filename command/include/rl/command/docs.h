@@ -1,0 +1,59 @@
+// What the RL.* commands are, as data: name, arity, flags, key positions, summary and argument
+// docs in Redis's COMMAND DOCS shape. rl-server builds its command table rows (COMMAND, COMMAND
+// DOCS, HELP) from these, and rl.so registers its commands (flags, key specs, docs) from the same
+// rows, so both front ends describe one contract.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rl::command {
+
+enum ArgFlag : uint8_t {
+  kArgOptional = 1u << 0,
+  kArgMultiple = 1u << 1,
+};
+
+// One argument in COMMAND DOCS: a type of key, string, integer, pure-token (a bare keyword),
+// oneof or block (with nested arguments).
+struct ArgDoc {
+  std::string name;
+  std::string type;
+  std::string token;  // empty = none
+  uint8_t flags = 0;
+  std::vector<ArgDoc> arguments;
+};
+
+enum DocFlag : uint32_t {
+  kDocWrite = 1u << 0,     // changes state (Redis: "write", with "deny-oom")
+  kDocReadonly = 1u << 1,  // runs on a replica in READONLY mode
+  kDocFast = 1u << 2,
+};
+
+struct CommandDoc {
+  std::string name;  // lower case; subcommands are "parent|sub"
+  int arity = 0;     // counts the name; negative = at least -arity
+  uint32_t flags = 0;
+  int first_key = 0;  // 1 for commands whose first argument is a key (last = first, step 1)
+  std::string summary;
+  std::string since;
+  std::string complexity;
+  std::vector<ArgDoc> arguments;
+  std::vector<CommandDoc> subcommands;
+};
+
+// RL.CHECK, RL.PEEK, RL.RESET, RL.POLICY (SET, GET, DEL, LIST, HELP) and CL.THROTTLE.
+const std::vector<CommandDoc>& RlCommandDocs();
+// The row of one of them by (lower-case) name, e.g. "rl.policy"; null when unknown.
+const CommandDoc* FindRlCommandDoc(std::string_view name);
+
+// HELP text of a command with subcommands: a header line, then per subcommand its usage and
+// summary, as Redis's "<COMMAND> HELP" replies.
+std::vector<std::string> HelpLines(const CommandDoc& doc);
+// "SET name <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]": the usage of one (sub)command from its
+// argument docs.
+std::string Usage(const CommandDoc& doc);
+
+}  // namespace rl::command

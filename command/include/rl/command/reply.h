@@ -1,0 +1,89 @@
+// The contract's replies, shaped once for every front end. A Sink is anything with resp::Writer's
+// reply calls (protocol(), ArrayHeader, MapHeader, Integer, Bulk, Null, Error, SimpleString):
+// rl-server passes its resp::Writer, rl.so an adapter over the module reply API. Templates, so
+// the server's hot path pays no virtual call per reply element.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "rl/command/request.h"
+#include "rl/decision.h"
+#include "rl/headers.h"
+
+namespace rl::command {
+
+// An error reply from a Status: kFailedPrecondition messages carry their own Redis error code
+// ("WRONGTYPE ...", "NOPERM ..."); every other message follows "ERR ". The sink replaces CR/LF.
+template <class Sink>
+void WriteError(Sink& w, const absl::Status& status) {
+  const std::string_view msg(status.message().data(), status.message().size());
+  if (status.code() == absl::StatusCode::kFailedPrecondition) {
+    w.Error(msg);
+    return;
+  }
+  std::string line = "ERR ";
+  line.append(msg);
+  w.Error(line);
+}
+
+// RL.CHECK / RL.PEEK: RESP2 an array of five integers (+ the headers as a flat array), RESP3 a
+// map (allowed, limit, remaining, retry_after_ms, reset_after_ms[, headers][, shadow_denied]).
+// `wall_now_ms` (Unix ms) dates X-RateLimit-Reset.
+template <class Sink>
+void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_now_ms) {
+  std::vector<HeaderField> headers;
+  if (r.headers) headers = HeaderValues(d, r.policy_name, wall_now_ms);
+  const size_t fields = 5 + (r.headers ? 1 : 0);
+  if (w.protocol() >= 3) {
+    w.MapHeader(fields + (d.shadow_denied ? 1 : 0));
+    w.Bulk("allowed");
+    w.Integer(d.allowed ? 1 : 0);
+    w.Bulk("limit");
+    w.Integer(d.limit);
+    w.Bulk("remaining");
+    w.Integer(d.remaining);
+    w.Bulk("retry_after_ms");
+    w.Integer(d.retry_after_ms);
+    w.Bulk("reset_after_ms");
+    w.Integer(d.reset_after_ms);
+    if (r.headers) w.Bulk("headers");
+  } else {
+    w.ArrayHeader(fields);
+    w.Integer(d.allowed ? 1 : 0);
+    w.Integer(d.limit);
+    w.Integer(d.remaining);
+    w.Integer(d.retry_after_ms);
+    w.Integer(d.reset_after_ms);
+  }
+  if (r.headers) {
+    w.MapHeader(headers.size());  // RESP2: a flat name, value array
+    for (const HeaderField& h : headers) {
+      w.Bulk(h.name);
+      w.Bulk(h.value);
+    }
+  }
+  if (d.shadow_denied && w.protocol() >= 3) {
+    w.Bulk("shadow_denied");
+    w.Integer(1);
+  }
+}
+
+inline int64_t CeilSeconds(int64_t ms) { return ms <= 0 ? 0 : ms / 1000 + (ms % 1000 != 0); }
+
+// CL.THROTTLE as redis-cell: [limited, limit, remaining, retry_after s (-1 when allowed),
+// reset_after s], partial seconds rounded up.
+template <class Sink>
+void WriteThrottle(Sink& w, const Decision& d, const ThrottleRequest& t) {
+  w.ArrayHeader(5);
+  w.Integer(d.allowed ? 0 : 1);
+  w.Integer(t.limit.capacity());
+  w.Integer(d.remaining);
+  w.Integer(d.allowed || d.retry_after_ms < 0 ? -1 : CeilSeconds(d.retry_after_ms));
+  w.Integer(CeilSeconds(d.reset_after_ms));
+}
+
+}  // namespace rl::command

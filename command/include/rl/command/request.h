@@ -1,0 +1,68 @@
+// The RL.* argument grammar, once: what RL.CHECK / RL.PEEK / RL.RESET and CL.THROTTLE name,
+// parsed and validated into plain structs that any front end (rl-server, rl.so) runs on its own
+// engine. No I/O and no protocol: errors are absl::Status values whose text follows "ERR " in a
+// reply (see reply.h for the mapping).
+//
+//   RL.CHECK key <limit>... [COST n] [HEADERS]
+//   RL.CHECK key POLICY name [<limit>...] [COST n] [HEADERS]
+//   RL.PEEK  (as RL.CHECK)
+//   RL.RESET key (<limit>... | POLICY name [<limit>...])
+//
+// `POLICY name` alone uses the stored policy of that name; `POLICY name <limit>...` checks the
+// given limits under that policy's state (the caller's definition, as rl::RemoteLimiter sends in
+// inline mode), so one policy name and key mean one count whoever asks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "rl/limit.h"
+
+namespace rl::command {
+
+// State scopes that no policy name can equal (policy names have no spaces), so user policies and
+// internal users of the engine never share state or statistics labels.
+inline constexpr std::string_view kInlineScope = "";
+inline constexpr std::string_view kThrottleScope = "cl.throttle (redis-cell)";
+
+enum class Verb : uint8_t { kCheck, kPeek, kReset };
+
+// Finds a stored policy by name (rl-server's PolicyStore, rl.so's registry); null when unknown.
+using PolicyLookup = std::function<std::shared_ptr<const Policy>(std::string_view name)>;
+
+struct Request {
+  std::string_view key;
+  absl::Span<const Limit> limits;  // into `inline_limits` or `policy->limits`
+  std::string_view scope;          // where the state lives: kInlineScope or the policy name
+  std::string_view policy_name;    // names the header fields; empty = "default"
+  bool shadow = false;             // a stored shadow policy: never deny
+  int64_t cost = 1;
+  bool headers = false;
+  std::shared_ptr<const Policy> policy;  // keeps a stored policy alive for the call
+  std::array<Limit, kMaxLimitsPerCheck> inline_limits;
+};
+
+// Parses args (args[0] = command name, args[1] = key) for `verb`. RL.RESET takes no COST or
+// HEADERS. A repeated COST or HEADERS is an error. Needs args.size() >= 3 (the command table's
+// arity); anything shorter is a syntax error, never a crash.
+absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
+                          const PolicyLookup& lookup, Request* out);
+
+// CL.THROTTLE key max_burst count period [quantity], redis-cell's arguments: GCRA with capacity
+// max_burst + 1 and rate count per period seconds.
+struct ThrottleRequest {
+  std::string_view key;
+  Limit limit;
+  int64_t quantity = 1;
+};
+absl::Status ParseThrottle(absl::Span<const std::string_view> args, ThrottleRequest* out);
+
+// "ERR syntax error", Redis's text for an unexpected token.
+absl::Status SyntaxError();
+
+}  // namespace rl::command

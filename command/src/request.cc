@@ -1,0 +1,105 @@
+// The RL.* argument grammar (see request.h).
+#include "rl/command/request.h"
+
+#include <string>
+
+#include "rl/ascii.h"
+
+namespace rl::command {
+namespace {
+
+absl::Status NotAnInteger() {
+  return absl::InvalidArgumentError("value is not an integer or out of range");
+}
+
+}  // namespace
+
+absl::Status SyntaxError() { return absl::InvalidArgumentError("syntax error"); }
+
+absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
+                          const PolicyLookup& lookup, Request* r) {
+  if (args.size() < 3) return SyntaxError();
+  r->key = args[1];
+  size_t pos = 2;
+  size_t count = 0;
+  auto parse_limits = [&]() {
+    return ParseLimitsInto(args, &pos, absl::MakeSpan(r->inline_limits), &count);
+  };
+  if (EqualsIgnoreCase(args[pos], "POLICY")) {
+    if (pos + 1 >= args.size()) return SyntaxError();
+    const std::string_view name = args[pos + 1];
+    pos += 2;
+    if (pos < args.size() && ParseAlgorithm(args[pos]).has_value()) {
+      // The caller's definition, under the policy's state.
+      if (absl::Status s = ValidatePolicyName(name); !s.ok()) return s;
+      if (absl::Status s = parse_limits(); !s.ok()) return s;
+      r->limits = absl::MakeConstSpan(r->inline_limits.data(), count);
+      r->scope = name;
+      r->policy_name = name;
+    } else {
+      r->policy = lookup ? lookup(name) : nullptr;
+      if (r->policy == nullptr) {
+        return absl::NotFoundError("no such policy '" + EchoToken(name) + "'");
+      }
+      r->limits = r->policy->limits;
+      r->scope = r->policy->name;
+      r->policy_name = r->policy->name;
+      r->shadow = r->policy->shadow;
+    }
+  } else if (ParseAlgorithm(args[pos]).has_value()) {
+    if (absl::Status s = parse_limits(); !s.ok()) return s;
+    r->limits = absl::MakeConstSpan(r->inline_limits.data(), count);
+    r->scope = kInlineScope;
+  } else {
+    return absl::InvalidArgumentError(
+        "expected a limit (TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, "
+        "LEAKY_BUCKET) or POLICY name, got '" +
+        EchoToken(args[pos]) + "'");
+  }
+
+  const bool options = verb != Verb::kReset;
+  bool cost_seen = false;
+  bool headers_seen = false;
+  while (pos < args.size()) {
+    const std::string_view token = args[pos];
+    if (options && EqualsIgnoreCase(token, "COST") && pos + 1 < args.size()) {
+      if (cost_seen) return absl::InvalidArgumentError("COST given more than once");
+      if (!ParseInt64(args[pos + 1], &r->cost)) return NotAnInteger();
+      if (r->cost < 0) return absl::InvalidArgumentError("COST must not be negative");
+      cost_seen = true;
+      pos += 2;
+    } else if (options && EqualsIgnoreCase(token, "HEADERS")) {
+      if (headers_seen) return absl::InvalidArgumentError("HEADERS given more than once");
+      r->headers = headers_seen = true;
+      ++pos;
+    } else {
+      return SyntaxError();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseThrottle(absl::Span<const std::string_view> args, ThrottleRequest* out) {
+  if (args.size() < 5 || args.size() > 6) {
+    return absl::InvalidArgumentError("wrong number of arguments for 'cl.throttle' command");
+  }
+  int64_t max_burst = 0, count = 0, period = 0, quantity = 1;
+  if (!ParseInt64(args[2], &max_burst) || !ParseInt64(args[3], &count) ||
+      !ParseInt64(args[4], &period) || (args.size() == 6 && !ParseInt64(args[5], &quantity))) {
+    return NotAnInteger();
+  }
+  if (max_burst < 0 || max_burst >= kMaxLimit) {
+    return absl::InvalidArgumentError("max_burst must be in [0, 2^40)");
+  }
+  if (count <= 0 || period <= 0) return absl::InvalidArgumentError("Zero rates are not supported");
+  if (count > kMaxLimit || period > kMaxWindowMs / 1000) {
+    return absl::InvalidArgumentError("count or period out of range");
+  }
+  if (quantity < 0) return absl::InvalidArgumentError("quantity must not be negative");
+  out->key = args[1];
+  out->limit = Limit{Algorithm::kGcra, count, period * 1000, max_burst + 1};
+  out->quantity = quantity;
+  return absl::OkStatus();
+}
+
+}  // namespace rl::command

@@ -1,0 +1,153 @@
+// The shared command layer in-process: RL.* grammar, validation, shadow mode and reply shapes,
+// run on an rl::Limiter over a manual clock and written with resp::Writer (no socket). What is
+// tested here holds for rl-server and rl.so alike, since both call these functions.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "resp/writer.h"
+#include "rl/clock.h"
+#include "rl/command/commands.h"
+#include "rl/command/docs.h"
+#include "rl/limiter.h"
+
+namespace rl::command {
+namespace {
+
+class CommandTest : public ::testing::Test {
+ protected:
+  CommandTest()
+      : clock_(0, 1'700'000'000'000),
+        limiter_(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_}),
+        engine_(limiter_) {
+    policies_["api"] = std::make_shared<Policy>(*ParsePolicy("api", "GCRA 2 1m"));
+    policies_["trial"] =
+        std::make_shared<Policy>(*ParsePolicy("trial", "FIXED_WINDOW 1 1m SHADOW"));
+  }
+
+  // Runs one command through the command layer; returns the raw RESP bytes.
+  std::string Run(std::vector<std::string> args, int protocol = 2) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string out;
+    resp::Writer w(&out, protocol);
+    PolicyLookup lookup = [this](std::string_view name) -> std::shared_ptr<const Policy> {
+      auto it = policies_.find(std::string(name));
+      return it == policies_.end() ? nullptr : it->second;
+    };
+    const std::string name = args[0];
+    if (name == "RL.CHECK") RunCheck(engine_, w, Verb::kCheck, views, lookup);
+    if (name == "RL.PEEK") RunCheck(engine_, w, Verb::kPeek, views, lookup);
+    if (name == "RL.RESET") RunReset(engine_, w, views, lookup);
+    if (name == "CL.THROTTLE") RunThrottle(engine_, w, views);
+    return out;
+  }
+
+  ManualClock clock_;
+  Limiter limiter_;
+  LimiterEngine engine_;
+  std::map<std::string, std::shared_ptr<const Policy>> policies_;
+};
+
+TEST_F(CommandTest, InlineCheckRepliesFiveIntegers) {
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m"}),
+            "*5\r\n:1\r\n:2\r\n:1\r\n:0\r\n:30000\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m"}),
+            "*5\r\n:1\r\n:2\r\n:0\r\n:0\r\n:60000\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m"}),
+            "*5\r\n:0\r\n:2\r\n:0\r\n:30000\r\n:60000\r\n");
+}
+
+TEST_F(CommandTest, Resp3IsAMap) {
+  const std::string r = Run({"RL.CHECK", "k", "GCRA", "5", "1s"}, 3);
+  EXPECT_EQ(r.substr(0, 4), "%5\r\n");
+  EXPECT_NE(r.find("$14\r\nretry_after_ms\r\n"), std::string::npos);
+}
+
+TEST_F(CommandTest, PolicyByNameAndInlineDefinitionShareOneState) {
+  // Stored policy "api" (GCRA 2 1m), then the same policy sent inline by a client: one count.
+  EXPECT_EQ(Run({"RL.CHECK", "t1", "POLICY", "api"}).substr(0, 8), "*5\r\n:1\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "t1", "POLICY", "api", "GCRA", "2", "1m"}).substr(0, 8),
+            "*5\r\n:1\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "t1", "POLICY", "api"}).substr(0, 8), "*5\r\n:0\r\n");
+  // The same limits without the policy name are another state (inline scope).
+  EXPECT_EQ(Run({"RL.CHECK", "t1", "GCRA", "2", "1m"}).substr(0, 8), "*5\r\n:1\r\n");
+  // An inline definition needs no stored policy, but a valid name.
+  EXPECT_EQ(Run({"RL.CHECK", "t1", "POLICY", "new", "GCRA", "1", "1m"}).substr(0, 8),
+            "*5\r\n:1\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "t1", "POLICY", "a\x01", "GCRA", "1", "1m"}).substr(0, 28),
+            "-ERR invalid policy name 'a?");
+}
+
+TEST_F(CommandTest, ShadowPolicyNeverDeniesAndSaysSo) {
+  Run({"RL.CHECK", "t", "POLICY", "trial"});
+  EXPECT_EQ(Run({"RL.CHECK", "t", "POLICY", "trial"}), "*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:60000\r\n");
+  const std::string r3 = Run({"RL.CHECK", "t", "POLICY", "trial"}, 3);
+  EXPECT_NE(r3.find("shadow_denied\r\n:1\r\n"), std::string::npos) << r3;
+}
+
+TEST_F(CommandTest, ErrorsAreRepliesAndChangeNothing) {
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "5", "1s", "BOGUS"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "x"}),
+            "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "-1"}),
+            "-ERR COST must not be negative\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "1", "COST", "2"}),
+            "-ERR COST given more than once\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "5", "1s", "HEADERS", "HEADERS"}),
+            "-ERR HEADERS given more than once\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "POLICY", "nope"}), "-ERR no such policy 'nope'\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "SLIDING_LOG", "5", "1s", "BURST", "9"}),
+            "-ERR BURST is not allowed with SLIDING_LOG\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "5", "1s", "GCRA", "9", "1s"}).substr(0, 24),
+            "-ERR duplicate limit GCR");
+  EXPECT_EQ(Run({"RL.RESET", "k", "GCRA", "5", "1s", "COST", "1"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "junk\r\n"}).substr(0, 24), "-ERR expected a limit (T");
+  EXPECT_EQ(limiter_.KeyCount(), 0u);
+}
+
+TEST_F(CommandTest, HeadersAreAFlatArrayInResp2AndAMapInResp3) {
+  const std::string r2 = Run({"RL.CHECK", "h", "POLICY", "api", "HEADERS"});
+  EXPECT_EQ(r2.substr(0, 4), "*6\r\n");
+  EXPECT_NE(r2.find("*10\r\n$17\r\nX-RateLimit-Limit\r\n$1\r\n2\r\n"), std::string::npos) << r2;
+  EXPECT_NE(r2.find("\"api\";q=2;w=60"), std::string::npos);
+  const std::string r3 = Run({"RL.CHECK", "h", "POLICY", "api", "HEADERS"}, 3);
+  EXPECT_NE(r3.find("$7\r\nheaders\r\n%5\r\n"), std::string::npos) << r3;
+}
+
+TEST_F(CommandTest, ThrottleSpeaksRedisCell) {
+  // redis-cell's README example.
+  EXPECT_EQ(Run({"CL.THROTTLE", "user123", "15", "30", "60", "1"}),
+            "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
+  EXPECT_EQ(Run({"CL.THROTTLE", "user123", "15", "30", "60", "1", "x"}),
+            "-ERR wrong number of arguments for 'cl.throttle' command\r\n");
+  EXPECT_EQ(Run({"CL.THROTTLE", "user123", "15", "0", "60"}),
+            "-ERR Zero rates are not supported\r\n");
+}
+
+TEST_F(CommandTest, ThrottleStateIsApartFromAnyPolicy) {
+  // A policy may be named like redis-cell's command; it still has a state of its own.
+  policies_["cl.throttle"] =
+      std::make_shared<Policy>(*ParsePolicy("cl.throttle", "GCRA 31 60s BURST 1"));
+  Run({"CL.THROTTLE", "k", "0", "30", "60"});
+  EXPECT_EQ(Run({"CL.THROTTLE", "k", "0", "30", "60"}).substr(0, 8), "*5\r\n:1\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "POLICY", "cl.throttle"}).substr(0, 8), "*5\r\n:1\r\n");
+}
+
+TEST(CommandDocs, HelpAndUsageComeFromTheRows) {
+  const CommandDoc* policy = FindRlCommandDoc("rl.policy");
+  ASSERT_NE(policy, nullptr);
+  const std::vector<std::string> lines = HelpLines(*policy);
+  ASSERT_GE(lines.size(), 11u);
+  EXPECT_EQ(lines[0], "RL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  EXPECT_EQ(lines[1], "SET name <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]");
+  EXPECT_EQ(lines[2], "    Defines or replaces a named policy.");
+  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.check")),
+            "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [HEADERS]");
+  for (const CommandDoc& doc : RlCommandDocs()) {
+    EXPECT_EQ(doc.first_key, doc.name == "rl.policy" ? 0 : 1) << doc.name;
+  }
+}
+
+}  // namespace
+}  // namespace rl::command
