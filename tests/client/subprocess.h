@@ -62,13 +62,18 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
   ~Subprocess() { Kill(); }
 
-  // Starts argv[0] with argv; its stdout goes to a pipe (ReadLine), stderr stays the test's.
-  bool Start(const std::vector<std::string>& argv) {
+  // Starts argv[0] with argv; its stdout goes to a pipe (ReadLine), stderr stays the test's or,
+  // with `stderr_path`, goes to that file (truncated) for the test to read.
+  bool Start(const std::vector<std::string>& argv, const std::string& stderr_path = "") {
     int fds[2];
     if (::pipe(fds) != 0) return false;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    if (!stderr_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     posix_spawn_file_actions_addclose(&actions, fds[1]);
     std::vector<char*> args;
@@ -110,6 +115,14 @@ class Subprocess {
 
   void Signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
+  }
+
+  // SIGSTOP, and returns once the child is stopped: kill() only queues the signal, and a child
+  // that is still running on another CPU may answer a request or two after it returned.
+  bool Stop() {
+    if (pid_ <= 0 || ::kill(pid_, SIGSTOP) != 0) return false;
+    int status = 0;
+    return ::waitpid(pid_, &status, WUNTRACED) == pid_ && WIFSTOPPED(status);
   }
 
   // SIGKILL (after SIGCONT, in case it was stopped) and reap; safe to call twice.
