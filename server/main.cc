@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   rl::server::Server server(std::move(cl.config));
   absl::Status st = server.Start();
   if (!st.ok()) {
-    fmt::print(stderr, "rl-server: {}\n", rl::server::ToStd(st.message()));
+    rl::server::LogLine(rl::server::ToStd(st.message()));
     return 1;
   }
   return server.Run();
