@@ -2,8 +2,6 @@
 #include <csignal>
 #include <cstdio>
 
-#include <fmt/core.h>
-
 #include "command_table.h"
 #include "config.h"
 #include "server.h"

@@ -28,8 +28,7 @@ int64_t SteadyNowMs() {
 }
 
 void LogLine(std::string_view message) {
-  std::string stamp =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  std::string stamp = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
   fmt::print(stderr, "{} rl-server: {}\n", stamp, message);
   std::fflush(stderr);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <list>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 

@@ -129,8 +129,8 @@ void DrawRow(Svg& svg, int64_t top, const Traffic& traffic, const std::vector<Ou
   for (const auto& [t, v] : steps) {
     if (t <= kSpanMs) most = std::max(most, v);
   }
-  const int64_t allowed = std::count_if(outcomes.begin(), outcomes.end(),
-                                        [](const Outcome& o) { return o.allowed; });
+  const int64_t allowed =
+      std::count_if(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.allowed; });
   svg.Text(PxOf(kPlotLeft), PxOf(top + 14), traffic.name, "font-weight=\"bold\"");
   svg.Text(PxOf(kPlotLeft + kPlotWidth), PxOf(top + 30),
            "allowed " + std::to_string(allowed) + " of " + std::to_string(outcomes.size()) +
@@ -163,16 +163,13 @@ void DrawRow(Svg& svg, int64_t top, const Traffic& traffic, const std::vector<Ou
 
   // One tick per request: allowed up (amber when told to wait), denied down.
   const int64_t mid = plot_top + kPlotHeight + 16;
-  svg.Line(PxOf(kPlotLeft), PxOf(mid), PxOf(kPlotLeft + kPlotWidth), PxOf(mid),
-           Stroke("#bbbbbb"));
+  svg.Line(PxOf(kPlotLeft), PxOf(mid), PxOf(kPlotLeft + kPlotWidth), PxOf(mid), Stroke("#bbbbbb"));
   for (const Outcome& o : outcomes) {
     std::string_view color = !o.allowed ? kDenied : o.delay_ms > 0 ? kDelayed : kAllowed;
-    svg.Line(X(o.at_ms), PxOf(mid), X(o.at_ms), PxOf(o.allowed ? mid - 9 : mid + 9),
-             Stroke(color));
+    svg.Line(X(o.at_ms), PxOf(mid), X(o.at_ms), PxOf(o.allowed ? mid - 9 : mid + 9), Stroke(color));
   }
   for (int64_t t = 0; t <= kSpanMs; t += 30'000) {
-    svg.Text(X(t), PxOf(mid + 24), std::to_string(t / 1000) + " s", "fill=\"#555555\"",
-             "middle");
+    svg.Text(X(t), PxOf(mid + 24), std::to_string(t / 1000) + " s", "fill=\"#555555\"", "middle");
   }
 }
 

@@ -7,11 +7,20 @@ namespace {
 void AppendEscaped(std::string_view text, std::string* out) {
   for (char c : text) {
     switch (c) {
-      case '&': *out += "&amp;"; break;
-      case '<': *out += "&lt;"; break;
-      case '>': *out += "&gt;"; break;
-      case '"': *out += "&quot;"; break;
-      default: out->push_back(c);
+      case '&':
+        *out += "&amp;";
+        break;
+      case '<':
+        *out += "&lt;";
+        break;
+      case '>':
+        *out += "&gt;";
+        break;
+      case '"':
+        *out += "&quot;";
+        break;
+      default:
+        out->push_back(c);
     }
   }
 }
@@ -56,8 +65,7 @@ void Svg::Line(Px x1, Px y1, Px x2, Px y2, std::string_view style) {
   out_ += "/>\n";
 }
 
-void Svg::Text(Px x, Px y, std::string_view text, std::string_view style,
-               std::string_view anchor) {
+void Svg::Text(Px x, Px y, std::string_view text, std::string_view style, std::string_view anchor) {
   out_ += "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\"";
   if (anchor != "start") {
     out_ += " text-anchor=\"";
