@@ -2,8 +2,10 @@
 #   find_package(rl 0.1 REQUIRED)
 #   target_link_libraries(app PRIVATE rl::core)     # the in-process engine
 #   target_link_libraries(app PRIVATE rl::client)   # rl::RemoteLimiter (rl-server over RESP)
-# Included by the top-level CMakeLists after every target exists. The libraries and their public
-# headers are installed; the HTTP example and the tests stay in the tree.
+# or, without CMake, `pkg-config --cflags --libs rl` (rl::core). Included by the top-level
+# CMakeLists after every target exists. The libraries, their public headers, the LICENSE and, with
+# rl-server, what an operator needs (dist/: config, systemd unit, man page) are installed; the
+# HTTP example and the tests stay in the tree.
 include(CMakePackageConfigHelpers)
 
 # A project that pulls rl in with add_subdirectory/FetchContent usually does not want rl's files in
@@ -54,3 +56,33 @@ install(FILES
   ${PROJECT_BINARY_DIR}/rlConfig.cmake
   ${PROJECT_BINARY_DIR}/rlConfigVersion.cmake
   DESTINATION ${RL_INSTALL_CMAKEDIR})
+
+# pkg-config: rl.pc beside the CMake package. Requires is derived from what rl_core links, so the
+# two cannot drift apart: absl::x -> absl_x (abseil ships one .pc per library), xxhash's own .pc.
+get_target_property(rl_core_links rl_core LINK_LIBRARIES)
+set(RL_PC_REQUIRES "")
+set(RL_PC_LIBS "")
+foreach(lib IN LISTS rl_core_links)
+  if(lib MATCHES "^absl::(.+)$")
+    list(APPEND RL_PC_REQUIRES "absl_${CMAKE_MATCH_1}")
+  elseif(lib STREQUAL "PkgConfig::XXHASH")
+    list(APPEND RL_PC_REQUIRES "libxxhash")
+  elseif(lib STREQUAL "Threads::Threads")
+    set(RL_PC_LIBS "-pthread")
+  else()
+    message(FATAL_ERROR "rl.pc: no pkg-config name for rl_core's dependency ${lib}")
+  endif()
+endforeach()
+list(JOIN RL_PC_REQUIRES ", " RL_PC_REQUIRES)
+set(RL_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+file(RELATIVE_PATH RL_PC_TO_PREFIX /prefix/${RL_PKGCONFIG_DIR} /prefix)
+string(REGEX REPLACE "/$" "" RL_PC_TO_PREFIX "${RL_PC_TO_PREFIX}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/rl.pc.in ${PROJECT_BINARY_DIR}/rl.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rl.pc DESTINATION ${RL_PKGCONFIG_DIR})
+
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# What an operator of rl-server needs: the configuration, a systemd unit and a man page.
+if(TARGET rl-server)
+  add_subdirectory(${PROJECT_SOURCE_DIR}/dist ${PROJECT_BINARY_DIR}/dist)
+endif()

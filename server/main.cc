@@ -2,8 +2,6 @@
 #include <csignal>
 #include <cstdio>
 
-#include <fmt/core.h>
-
 #include "command_table.h"
 #include "config.h"
 #include "server.h"
@@ -15,7 +13,7 @@ int main(int argc, char** argv) {
   rl::server::Server server(std::move(cl.config));
   absl::Status st = server.Start();
   if (!st.ok()) {
-    fmt::print(stderr, "rl-server: {}\n", rl::server::ToStd(st.message()));
+    rl::server::LogLine(rl::server::ToStd(st.message()));
     return 1;
   }
   return server.Run();

@@ -12,6 +12,8 @@
 #include <boost/asio/write.hpp>
 #include <fmt/core.h>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "connection.h"
 #include "metrics_http.h"
 #include "snapshot.h"
@@ -25,12 +27,16 @@ int64_t SteadyNowMs() {
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
+void LogLine(std::string_view message) {
+  std::string stamp = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  fmt::print(stderr, "{} rl-server: {}\n", stamp, message);
+  std::fflush(stderr);
+}
+
 namespace {
 
 void Log(const ServerConfig& config, std::string_view message) {
-  if (config.quiet) return;
-  fmt::print(stderr, "rl-server: {}\n", message);
-  std::fflush(stderr);
+  if (!config.quiet) LogLine(message);
 }
 
 std::string RandomRunId() {

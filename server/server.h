@@ -6,6 +6,7 @@
 #include <atomic>
 #include <list>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -82,5 +83,10 @@ class Server {
 
 // Current steady-clock milliseconds (idle timeouts, uptime).
 int64_t SteadyNowMs();
+
+// Writes one log line to stderr, stamped with UTC wall time to the millisecond:
+// "2026-12-01T09:30:00.123Z rl-server: <message>". Under systemd the journal adds its own
+// stamp; run by hand or under another supervisor, this one is the only one.
+void LogLine(std::string_view message);
 
 }  // namespace rl::server

@@ -255,9 +255,7 @@ Snapshotter::Snapshotter(ServerState* state) : state_(state) {
 Snapshotter::~Snapshotter() { Stop(); }
 
 void Snapshotter::Log(std::string_view message) const {
-  if (state_->config.quiet) return;
-  fmt::print(stderr, "rl-server: {}\n", message);
-  std::fflush(stderr);
+  if (!state_->config.quiet) LogLine(message);
 }
 
 uint64_t Snapshotter::TotalCommands() const {
@@ -337,6 +335,9 @@ absl::Status Snapshotter::Load() {
       path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000,
       read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
+  // What is in memory now is what was saved then: LASTSAVE (and INFO's last save time) report
+  // that save rather than "never", so a monitor of save age sees the true age after a restart.
+  stats_.last_save_wall_ms = snap.saved_wall_ms;
   stats_.load_status = "ok";
   stats_.load_file_keys = snap.states;
   stats_.load_keys = kept;

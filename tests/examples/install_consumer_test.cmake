@@ -1,14 +1,28 @@
-# ctest driver (cmake -P) for tests/examples/consumer, a project that links rl::core.
+# ctest driver (cmake -P) for the consumer projects in tests/examples (consumer: rl::core and
+# rl::client; core_consumer: rl::core alone).
 # MODE=package (default): installs the already built rl into a fresh temporary prefix, then
 #   configures, builds and runs the consumer against it with find_package(rl).
+# MODE=pkgconfig: installs likewise, then compiles the consumer's main.cc with nothing but the
+#   compiler and `pkg-config --cflags --libs rl` (PKG_CONFIG_PATH pointing into the prefix).
 # MODE=subdirectory: builds the consumer with rl's source tree added by add_subdirectory.
 # Inputs: -DRL_BINARY_DIR=<rl build dir> -DCONSUMER_SOURCE_DIR=<consumer dir> -DWORK_DIR=<scratch>
 #         -DGENERATOR=<generator> -DBUILD_TYPE=<config> [-DMODE=...] [-DRL_SOURCE_DIR=<rl tree>]
+#         [-DCONSUMER=<target and expected "<target> ok" line; default consumer>]
+#         [-DCXX=<compiler, for pkgconfig>] [-DLAUNCHER=<compiler launcher such as ccache>]
 foreach(var RL_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR BUILD_TYPE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_consumer_test: ${var} is not set")
   endif()
 endforeach()
+
+if(NOT DEFINED CONSUMER)
+  set(CONSUMER consumer)
+endif()
+string(REPLACE "_" " " expected_line "${CONSUMER} ok")
+set(launcher "")
+if(LAUNCHER)
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
@@ -25,21 +39,36 @@ endfunction()
 
 if(MODE STREQUAL "subdirectory")
   run("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
-      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DRL_SOURCE_DIR=${RL_SOURCE_DIR})
+      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DRL_SOURCE_DIR=${RL_SOURCE_DIR} ${launcher})
 else()
   run("install" ${CMAKE_COMMAND} --install ${RL_BINARY_DIR} --prefix ${prefix}
       --config ${BUILD_TYPE})
-  foreach(expected include/rl/limiter.h include/rl/headers.h lib/cmake/rl/rlConfig.cmake)
+  foreach(expected include/rl/limiter.h include/rl/headers.h include/rl/rate_limiter.h
+                   lib/cmake/rl/rlConfig.cmake lib/pkgconfig/rl.pc)
     if(NOT EXISTS ${prefix}/${expected})
       message(FATAL_ERROR "install did not create ${expected}")
     endif()
   endforeach()
-  run("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
-      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_PREFIX_PATH=${prefix})
 endif()
-run("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target consumer)
-run("run consumer" ${WORK_DIR}/build/consumer)
-if(NOT last_output MATCHES "consumer ok")
+if(MODE STREQUAL "pkgconfig")
+  # What a Makefile user types; the standard is the one rl.pc's description names.
+  find_program(PKG_CONFIG pkg-config REQUIRED)
+  set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig)
+  run("pkg-config" ${PKG_CONFIG} --cflags --libs rl)
+  string(STRIP "${last_output}" flags)
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  file(MAKE_DIRECTORY ${WORK_DIR}/build)
+  run("compile consumer" ${CXX} -std=c++20 -O1 ${CONSUMER_SOURCE_DIR}/main.cc ${flags}
+      -o ${WORK_DIR}/build/${CONSUMER})
+else()
+  if(NOT MODE STREQUAL "subdirectory")
+    run("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
+        -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_PREFIX_PATH=${prefix} ${launcher})
+  endif()
+  run("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target ${CONSUMER})
+endif()
+run("run consumer" ${WORK_DIR}/build/${CONSUMER})
+if(NOT last_output MATCHES "${expected_line}")
   message(FATAL_ERROR "consumer printed:\n${last_output}")
 endif()
 message(STATUS "${last_output}")

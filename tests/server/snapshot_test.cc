@@ -351,6 +351,29 @@ TEST_F(SnapshotTest, SaveBgsaveLastsaveAndInfo) {
   EXPECT_EQ(InfoField(c, "snapshot_last_save_keys"), "2");
 }
 
+// After a restart the state in memory is the one saved then: LASTSAVE reports that save, not 0.
+// kill -9 skips the final save, so the file on disk is exactly the one SAVE wrote.
+TEST_F(SnapshotTest, LastsaveAfterLoadReportsTheLoadedSnapshot) {
+  int64_t saved_at = 0;
+  {
+    ServerProcess server(Flags({"--snapshot-interval", "1h"}));
+    ASSERT_GT(server.port(), 0);
+    RespClient c(server.port());
+    c.Call({"RL.CHECK", "a", "GCRA", "1", "1h"});
+    ASSERT_EQ(c.Call({"SAVE"}).str, "OK");
+    saved_at = c.Call({"LASTSAVE"}).integer;
+    ASSERT_GT(saved_at, 0);
+    server.Signal(SIGKILL);
+    server.Wait(5000);
+  }
+  ServerProcess server(Flags({"--snapshot-interval", "1h"}));
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  ASSERT_EQ(InfoField(c, "snapshot_load_status"), "ok");
+  EXPECT_EQ(c.Call({"LASTSAVE"}).integer, saved_at);
+  EXPECT_EQ(InfoField(c, "snapshot_last_save_time"), std::to_string(saved_at));
+}
+
 TEST_F(SnapshotTest, ConfigFileSetsSnapshotOptions) {
   std::string config = dir_ + "/rl.toml";
   WriteAll(config, "snapshot = \"" + file_ +
