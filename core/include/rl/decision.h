@@ -31,6 +31,9 @@ struct Decision {
   int64_t reset_after_ms = 0;
   uint8_t binding = 0;  // index into `limits` of the binding limit
   uint8_t count = 0;    // number of valid entries in `limits`
+  // A new state could not be stored (the store was full of states unsafe to evict) and the
+  // answer comes from LimiterOptions::overflow.
+  bool overflow = false;
   std::array<LimitResult, kMaxLimitsPerCheck> limits{};
 };
 
