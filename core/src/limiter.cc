@@ -418,7 +418,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   }
 
   // New states need room before anything is written: at a bound with nothing safe to evict they
-  // are not stored, and the overflow mode decides the check (see OverflowMode).
+  // are not stored, and the overflow mode decides the check (see LimiterOptions::overflow).
   uint32_t unstored = 0;  // bit i: the new state of limit i cannot be stored
   bool write = allowed && commit && cost > 0;
   if (write) {
@@ -436,7 +436,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     }
     if (ABSL_PREDICT_FALSE(unstored != 0)) {
       ++shards_[p[__builtin_ctz(unstored)].shard].overflows;
-      if (overflow_ == OverflowMode::kFailClosed) {
+      if (overflow_ == FailureMode::kFailClosed) {
         write = false;
         for (size_t i = 0; i < n; ++i) {
           if ((unstored >> i) & 1) p[i].result = Refused(shards_[p[i].shard], now, p[i].result);

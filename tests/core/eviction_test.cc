@@ -51,7 +51,7 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, FloodTest,
 std::string Key(const char* prefix, int i) { return prefix + std::to_string(i); }
 
 // One shard of 64 states, so every state competes with every other.
-LimiterOptions Small(ManualClock* clock, OverflowMode overflow = OverflowMode::kFailOpen) {
+LimiterOptions Small(ManualClock* clock, FailureMode overflow = FailureMode::kFailOpen) {
   return LimiterOptions{
       .shards = 1, .max_keys = 64, .overflow = overflow, .sweep_interval_ms = 0, .clock = clock};
 }
@@ -115,7 +115,7 @@ void FillWithProtected(Limiter& limiter, const Limit& limit) {
 
 TEST(OverflowTest, FailOpenAllowsNewKeysWithoutCountingThem) {
   ManualClock clock(0);
-  Limiter limiter(Small(&clock, OverflowMode::kFailOpen));
+  Limiter limiter(Small(&clock, FailureMode::kFailOpen));
   const Limit limit{Algorithm::kSlidingLog, 3, kMinute};
   FillWithProtected(limiter, limit);
   for (int i = 0; i < 10; ++i) {
@@ -144,7 +144,7 @@ TEST(OverflowTest, FailOpenAllowsNewKeysWithoutCountingThem) {
 
 TEST(OverflowTest, FailClosedDeniesNewKeysWithARetryHint) {
   ManualClock clock(0);
-  Limiter limiter(Small(&clock, OverflowMode::kFailClosed));
+  Limiter limiter(Small(&clock, FailureMode::kFailClosed));
   const Limit limit{Algorithm::kGcra, 5, kMinute};
   FillWithProtected(limiter, limit);
   clock.Advance(20 * kSecond);  // the full buckets are back to 1 of 5 used at the earliest
@@ -169,14 +169,14 @@ TEST(OverflowTest, SeveralLimitsStayAllOrNothing) {
   const Limit a{Algorithm::kTokenBucket, 100, kMinute};  // stored before the shard filled up
   const Limit b{Algorithm::kFixedWindow, 10, kHour};     // new when it was full
   const Limit full{Algorithm::kFixedWindow, 1, kHour};
-  for (OverflowMode mode : {OverflowMode::kFailClosed, OverflowMode::kFailOpen}) {
+  for (FailureMode mode : {FailureMode::kFailClosed, FailureMode::kFailOpen}) {
     ManualClock clock(0);
     Limiter limiter(Small(&clock, mode));
     ASSERT_TRUE(limiter.Check("", "k", {a})->allowed);
     for (int i = 0; i < 63; ++i) ASSERT_TRUE(limiter.Check("", Key("full", i), {full})->allowed);
     const Decision d = *limiter.Check("", "k", {a, b}, 5);
     EXPECT_TRUE(d.overflow);
-    if (mode == OverflowMode::kFailClosed) {
+    if (mode == FailureMode::kFailClosed) {
       EXPECT_FALSE(d.allowed);
       EXPECT_EQ(d.binding, 1);
       EXPECT_TRUE(d.limits[0].allowed);

@@ -1,8 +1,10 @@
 // Issue 10 item 1 against the real rl-server: a pipelined flood of distinct keys at --max-keys
-// must never free a key that is at its limit.
+// must never free a key that is at its limit; when nothing is safe to evict, --overflow decides
+// new keys and INFO counts them.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,8 @@ struct Case {
   // expiry would make same-window keys tie).
   const char* flood_window;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.algorithm << " flood " << c.flood_window; }
 
 class KeyFloodTest : public ::testing::TestWithParam<Case> {};
 
@@ -66,6 +70,54 @@ TEST_P(KeyFloodTest, HotKeyAtItsLimitIsNeverAllowedAgain) {
   Reply info = hot.Call({"INFO"});
   EXPECT_GT(InfoField(info.str, "evicted_keys"), 0) << "near-fresh flood states make room";
   EXPECT_LE(hot.Call({"DBSIZE"}).integer, 1000);
+}
+
+// Fills a one-shard store of 100 states with keys at their limit: nothing is safe to evict.
+void FillWithLimitedKeys(RespClient& c) {
+  std::string pipeline;
+  for (int i = 0; i < 100; ++i) {
+    pipeline +=
+        RespClient::Encode({"RL.CHECK", "full:" + std::to_string(i), "FIXED_WINDOW", "1", "1h"});
+  }
+  ASSERT_TRUE(c.SendRaw(pipeline));
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(c.Read().Ints().at(0), 1);
+}
+
+TEST(KeyOverflowTest, FailClosedDeniesNewKeysAndCountsThem) {
+  ServerProcess server({"--max-keys", "100", "--overflow", "fail-closed"});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  FillWithLimitedKeys(c);
+  Reply r = c.Call({"RL.CHECK", "newcomer", "TOKEN_BUCKET", "10", "1m"});
+  ASSERT_EQ(r.type, '*');
+  const std::vector<int64_t> v = r.Ints();  // allowed, limit, remaining, retry, reset
+  EXPECT_EQ(v.at(0), 0);
+  EXPECT_EQ(v.at(1), 10);
+  EXPECT_EQ(v.at(2), 0);
+  EXPECT_GT(v.at(3), 3500 * 1000) << "until the first full key's hour ends";
+  EXPECT_LE(v.at(3), 3600 * 1000 + 1024);
+  EXPECT_EQ(c.Call({"DBSIZE"}).integer, 100);
+  const std::string info = c.Call({"INFO"}).str;
+  EXPECT_NE(info.find("overflow_mode:fail-closed\r\n"), std::string::npos) << info;
+  EXPECT_EQ(InfoField(info, "rl_overflows"), 1);
+  EXPECT_EQ(InfoField(info, "evicted_keys"), 0);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST(KeyOverflowTest, FailOpenIsTheDefaultAndBadValuesAreRefused) {
+  ServerProcess server({"--max-keys", "100"});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  FillWithLimitedKeys(c);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(c.Call({"RL.CHECK", "newcomer", "FIXED_WINDOW", "1", "1h"}).Ints().at(0), 1);
+  }
+  const std::string info = c.Call({"INFO"}).str;
+  EXPECT_NE(info.find("overflow_mode:fail-open\r\n"), std::string::npos) << info;
+  EXPECT_EQ(InfoField(info, "rl_overflows"), 3);
+  EXPECT_EQ(server.Terminate(), 0);
+  ServerProcess bad({"--overflow", "sideways"});
+  EXPECT_EQ(bad.port(), 0) << "refused at start";
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, KeyFloodTest,
