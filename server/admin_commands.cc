@@ -315,9 +315,10 @@ void Info(CommandContext& ctx) {
                    "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\n"
                    "used_memory_rss:{}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\n"
                    "maxmemory_human:{}\r\nmaxmemory_policy:evict-least-valuable\r\n"
-                   "max_keys:{}\r\n\r\n",
+                   "max_keys:{}\r\noverflow_mode:{}\r\n\r\n",
                    ls.memory_bytes, HumanBytes(ls.memory_bytes), rss, HumanBytes(rss),
-                   st.config.max_memory, HumanBytes(st.config.max_memory), st.config.max_keys);
+                   st.config.max_memory, HumanBytes(st.config.max_memory), st.config.max_keys,
+                   OverflowModeName(st.config.overflow));
   }
   if (want("persistence")) out += PersistenceInfo(st) + "\r\n";
   if (want("stats")) {
@@ -333,13 +334,14 @@ void Info(CommandContext& ctx) {
                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
                    "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
                    "client_output_limit_disconnections:{}\r\nidle_timeout_disconnections:{}\r\n"
-                   "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_checks:{}\r\nrl_allowed:{}\r\n"
+                   "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_overflows:{}\r\n"
+                   "rl_checks:{}\r\nrl_allowed:{}\r\n"
                    "rl_denied:{}\r\nrl_shadow_denied:{}\r\nrl_near_limit:{}\r\n",
                    st.global.total_connections.load(), commands,
                    st.global.rejected_connections.load(), st.global.protocol_errors.load(),
                    st.global.output_limit_disconnects.load(), st.global.idle_disconnects.load(),
-                   ls.evictions, ls.expired, total.checks, total.allowed, total.denied,
-                   total.shadow_denied, total.near_limit);
+                   ls.evictions, ls.expired, ls.overflows, total.checks, total.allowed,
+                   total.denied, total.shadow_denied, total.near_limit);
     for (const auto& [name, c] : per_policy) {
       // "" counts inline limits, as policy "(inline)".
       fmt::format_to(o,

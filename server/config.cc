@@ -89,6 +89,18 @@ absl::StatusOr<toml::table> ParseFile(const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text) {
+  const std::string lower = Lower(text);
+  if (lower == "fail-open") return rl::FailureMode::kFailOpen;
+  if (lower == "fail-closed") return rl::FailureMode::kFailClosed;
+  return absl::InvalidArgumentError(
+      fmt::format("overflow must be fail-open or fail-closed, got '{}'", text));
+}
+
+std::string_view OverflowModeName(rl::FailureMode mode) {
+  return mode == rl::FailureMode::kFailClosed ? "fail-closed" : "fail-open";
+}
+
 absl::StatusOr<size_t> ParseMemorySize(std::string_view text) {
   std::string lower = Lower(text);
   size_t digits = 0;
@@ -167,6 +179,13 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
         return absl::InvalidArgumentError("snapshot-interval must be a duration such as \"5s\"");
       }
       config->snapshot_interval_ms = *ms;
+    } else if (key == "overflow") {
+      auto s = value.value<std::string>();
+      if (!s)
+        return absl::InvalidArgumentError("overflow must be \"fail-open\" or \"fail-closed\"");
+      auto mode = ParseOverflowMode(*s);
+      if (!mode.ok()) return mode.status();
+      config->overflow = *mode;
     } else if (key == "snapshot-strict") {
       auto b = value.value<bool>();
       if (!b) return absl::InvalidArgumentError("snapshot-strict must be true or false");
@@ -207,6 +226,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   CommandLine cl;
   ServerConfig& c = cl.config;
   std::string max_memory = "0", output_limit = "64mb", protected_mode = "yes";
+  std::string overflow = "fail-open";
   std::string snapshot_interval = "3s";
   po::options_description desc("Options");
   // clang-format off
@@ -231,6 +251,9 @@ CommandLine ParseCommandLine(int argc, char** argv) {
        "most limiter states kept; past it the least valuable are evicted (0 = engine default)")
       ("max-memory", po::value<std::string>(&max_memory)->default_value("0"),
        "bound on limiter memory, e.g. 512mb (0 = only --max-keys)")
+      ("overflow", po::value<std::string>(&overflow)->default_value("fail-open"),
+       "fail-open|fail-closed: new keys when --max-keys/--max-memory is reached and every state "
+       "is too used to evict safely: allowed uncounted, or denied with a retry-after")
       ("client-output-limit", po::value<std::string>(&output_limit)->default_value("64mb"),
        "unsent reply bytes after which a client that does not read is disconnected")
       ("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
@@ -280,6 +303,9 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   auto out = ParseMemorySize(output_limit);
   if (!out.ok()) return fail(ToStd(out.status().message()));
   c.client_output_limit = *out;
+  auto om = ParseOverflowMode(overflow);
+  if (!om.ok()) return fail(fmt::format("--overflow: {}", ToStd(om.status().message())));
+  c.overflow = *om;
   auto pm = ParseYesNo(protected_mode);
   if (!pm.ok()) return fail(fmt::format("--protected-mode: {}", ToStd(pm.status().message())));
   c.protected_mode = *pm;

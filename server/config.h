@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "rl/limiter.h"
 
 namespace rl::server {
 
@@ -23,6 +24,9 @@ struct ServerConfig {
   int64_t timeout_s = 0;           // idle seconds before a client is closed; 0 = never
   size_t max_keys = 0;             // limiter bound; 0 = engine default
   size_t max_memory = 0;           // limiter bound in bytes; 0 = none
+  // New keys when a bound is reached and nothing is safe to evict (see
+  // rl::LimiterOptions::overflow).
+  rl::FailureMode overflow = rl::FailureMode::kFailOpen;
   bool protected_mode = true;      // refuse a non-loopback bind without a password
   size_t client_output_limit = 64 << 20;  // bytes of unsent replies before a client is dropped
   size_t client_query_limit = 1 << 30;    // bytes of unparsed input kept for one client
@@ -54,6 +58,10 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
 // Only the [policies] table of a config file, for SIGHUP reloads.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
     const std::string& path);
+
+// "fail-open" / "fail-closed" (case-insensitive) -> the mode; its name back.
+absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text);
+std::string_view OverflowModeName(rl::FailureMode mode);
 
 // "1048576", "64mb", "1gb", "512kb" -> bytes (case-insensitive units as in redis.conf).
 absl::StatusOr<size_t> ParseMemorySize(std::string_view text);

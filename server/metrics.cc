@@ -91,6 +91,10 @@ std::string RenderMetrics(const ServerState& st) {
   Family(&out, "rl_evictions_total", "counter",
          "States evicted because --max-keys or --max-memory was reached.");
   Sample(&out, "rl_evictions_total", ls.evictions);
+  Family(&out, "rl_overflows_total", "counter",
+         "Checks that needed a new state at --max-keys/--max-memory with no state safe to evict "
+         "(decided by --overflow).");
+  Sample(&out, "rl_overflows_total", ls.overflows);
   Family(&out, "rl_expired_total", "counter", "States dropped because they had fully refilled.");
   Sample(&out, "rl_expired_total", ls.expired);
   Family(&out, "rl_policies", "gauge", "Named policies defined (config file and runtime).");

@@ -126,6 +126,7 @@ absl::Status Server::Start() {
   rl::LimiterOptions options;
   options.max_keys = c.max_keys;
   options.max_memory_bytes = c.max_memory;
+  options.overflow = c.overflow;
   state_.limiter = std::make_unique<rl::Limiter>(options);
   absl::Status st = state_.policies.LoadFromConfig(c.policies);
   if (!st.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c.config_file,

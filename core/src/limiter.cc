@@ -130,6 +130,7 @@ Limiter::Impl::Impl(LimiterOptions options)
   max_keys_per_shard_ = std::max<size_t>(1, (max_keys + shards - 1) / shards);
   max_bytes_per_shard_ =
       options.max_memory_bytes > 0 ? std::max<size_t>(1, options.max_memory_bytes / shards) : 0;
+  overflow_ = options.overflow;
   shards_ = std::make_unique<Shard[]>(shards);
   if (options.sweep_interval_ms > 0) {
     const absl::Duration every = absl::Milliseconds(options.sweep_interval_ms);
@@ -154,20 +155,60 @@ Limiter::Impl::StateKey Limiter::Impl::KeyFor(std::string_view scope, std::strin
   return {k, ShardOf(k, shard_mask_)};
 }
 
-bool Limiter::Impl::Over(const Shard& shard) const {
-  if (shard.Size() > max_keys_per_shard_) return true;
+bool Limiter::Impl::Over(const Shard& shard, size_t adding) const {
+  const size_t keys = shard.Size() + adding;
+  if (keys > max_keys_per_shard_) return true;
   return max_bytes_per_shard_ > 0 &&
-         shard.Size() * kBytesPerKeyEstimate + shard.log_bytes > max_bytes_per_shard_;
+         keys * kBytesPerKeyEstimate + shard.log_bytes > max_bytes_per_shard_;
 }
 
-void Limiter::Impl::MakeRoom(Shard& shard, int64_t now, const uint64_t* keep, size_t keep_count) {
-  if (!Over(shard)) return;
-  shard.SweepExpired(expiry_.ExpiredAt(now), SIZE_MAX);
-  while (Over(shard)) {
-    const size_t excess =
-        shard.Size() > max_keys_per_shard_ ? shard.Size() - max_keys_per_shard_ : 1;
-    if (shard.EvictSoonest(excess, keep, keep_count) == 0) break;
+size_t Limiter::Impl::Excess(const Shard& shard, size_t adding) const {
+  const size_t keys = shard.Size() + adding;
+  size_t excess = keys > max_keys_per_shard_ ? keys - max_keys_per_shard_ : 1;
+  if (max_bytes_per_shard_ > 0) {
+    const size_t bytes = keys * kBytesPerKeyEstimate + shard.log_bytes;
+    if (bytes > max_bytes_per_shard_) {
+      excess = std::max(
+          excess, (bytes - max_bytes_per_shard_ + kBytesPerKeyEstimate - 1) / kBytesPerKeyEstimate);
+    }
   }
+  return excess;
+}
+
+bool Limiter::Impl::MakeRoom(Shard& shard, int64_t now, size_t adding, const uint64_t* keep,
+                             size_t keep_count) {
+  if (!Over(shard, adding)) return true;
+  const uint32_t expired_at = expiry_.ExpiredAt(now);
+  if (shard.blocked_left > 0 && expired_at < shard.blocked_until) {
+    --shard.blocked_left;
+    return false;
+  }
+  uint32_t soonest = UINT32_MAX;
+  while (Over(shard, adding)) {
+    if (shard.FreeSafely(Excess(shard, adding), expired_at, keep, keep_count, &soonest) == 0) {
+      break;
+    }
+  }
+  if (!Over(shard, adding)) {
+    shard.blocked_left = 0;
+    return true;
+  }
+  shard.blocked_until = soonest;
+  shard.blocked_left = static_cast<uint32_t>(std::clamp<size_t>(shard.Size() / 16, 16, 1 << 20));
+  return false;
+}
+
+LimitResult Limiter::Impl::Refused(const Shard& shard, int64_t now, LimitResult r) const {
+  // Room appears at the latest when the soonest state the last search saw expires; a shard with
+  // nothing to wait for (a bound below one check's states) suggests the limit's window.
+  const int64_t wait = shard.blocked_until == UINT32_MAX
+                           ? r.window_ms
+                           : std::max<int64_t>(1, expiry_.Decode(shard.blocked_until) - now);
+  r.allowed = false;
+  r.remaining = 0;
+  r.retry_after_ms = wait;
+  r.reset_after_ms = wait;
+  return r;
 }
 
 absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
@@ -261,18 +302,49 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     allowed = allowed && results[i].allowed;
   }
 
-  if (allowed && commit && cost > 0) {
-    // Update found states first (their slot pointers stay valid until a table is modified), then
-    // insert new ones, then enforce the bounds.
+  // New states need room before anything is written: at a bound with nothing safe to evict they
+  // are not stored, and the overflow mode decides the check (see LimiterOptions::overflow).
+  uint32_t unstored = 0;  // bit i: the new state of limit i cannot be stored
+  bool write = allowed && commit && cost > 0;
+  if (write) {
+    uint32_t placed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Pending& q = p[i];
+      if (q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr) continue;
+      size_t adding = 1;  // with the new states of this check already placed in its shard
+      for (size_t j = 0; j < i; ++j) adding += ((placed >> j) & 1) && p[j].shard == q.shard;
+      if (MakeRoom(shards_[q.shard], now, adding, keys, n)) {
+        placed |= 1u << i;
+      } else {
+        unstored |= 1u << i;
+      }
+    }
+    if (ABSL_PREDICT_FALSE(unstored != 0)) {
+      ++shards_[p[__builtin_ctz(unstored)].shard].overflows;
+      if (overflow_ == FailureMode::kFailClosed) {
+        write = false;
+        for (size_t i = 0; i < n; ++i) {
+          if ((unstored >> i) & 1) results[i] = Refused(shards_[p[i].shard], now, results[i]);
+        }
+      }
+    }
+  }
+
+  if (write) {
+    bool logs_grew = false;
+    // Update found states first (their slot pointers stay valid until a table grows: making room
+    // above only erased other states), then insert new ones.
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
-      const uint32_t expiry = expiry_.Encode(q.expiry_ms);
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.kind == TableKind::kLog) {
+        if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
         LogBuf* log = q.slotl != nullptr ? q.slotl->log : nullptr;
         const size_t before = internal::LogBytes(log);
         log = internal::LogAppend(log, limits[i], now, cost);
         sh.log_bytes += internal::LogBytes(log) - before;
+        logs_grew = true;
         if (q.slotl != nullptr) {
           q.slotl->log = log;
           q.slotl->expiry = expiry;
@@ -293,8 +365,9 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       if (q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr) continue;
+      if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
       Shard& sh = shards_[q.shard];
-      const uint32_t expiry = expiry_.Encode(q.expiry_ms);
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       switch (q.kind) {
         case TableKind::kTwoWord: {
           Slot2 slot{q.key, expiry, 0, 0, q.state2.b};
@@ -313,9 +386,10 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
           break;
       }
     }
-    for (size_t i = 0; i < lock_count; ++i) {
-      Shard& sh = shards_[locked[i]];
-      if (Over(sh)) MakeRoom(sh, now, keys, n);
+    // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
+    // is safe to evict. (New states found room above.)
+    if (ABSL_PREDICT_FALSE(logs_grew) && max_bytes_per_shard_ > 0) {
+      for (size_t i = 0; i < lock_count; ++i) MakeRoom(shards_[locked[i]], now, 0, keys, n);
     }
   } else {
     // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest
@@ -324,19 +398,21 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
       if (q.slot2 == nullptr && q.slot3 == nullptr && q.slotl == nullptr) continue;
+      const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.expiry_ms <= now) {
         if (sh.Erase(q.kind, q.key)) ++sh.expired;
       } else if (q.slot2 != nullptr) {
-        q.slot2->expiry = expiry_.Encode(q.expiry_ms);
+        q.slot2->expiry = expiry;
       } else if (q.slot3 != nullptr) {
-        q.slot3->expiry = expiry_.Encode(q.expiry_ms);
+        q.slot3->expiry = expiry;
       } else {
-        q.slotl->expiry = expiry_.Encode(q.expiry_ms);
+        q.slotl->expiry = expiry;
       }
     }
   }
   for (size_t i = lock_count; i-- > 0;) shards_[locked[i]].mu.unlock();
   internal::MakeDecision(n, *out);
+  if (ABSL_PREDICT_FALSE(unstored != 0)) out->decided_by = DecidedBy::kOverflow;
   return out;
 }
 
@@ -373,6 +449,7 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.memory_bytes += sh.MemoryBytes();
     stats.evictions += sh.evictions;
     stats.expired += sh.expired;
+    stats.overflows += sh.overflows;
   }
   stats.memory_bytes += sizeof(Shard) * (shard_mask_ + 1);
   return stats;

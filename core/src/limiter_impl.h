@@ -39,10 +39,20 @@ class Limiter::Impl {
 
  private:
   friend class Limiter;
-  // Evicts from a locked shard while it is over its bounds, keeping `keep`.
-  void MakeRoom(internal::Shard& shard, int64_t now, const uint64_t* keep, size_t keep_count)
+  // Makes room in a locked shard for `adding` more states if that would break a bound, by
+  // removing only what is safe to lose (Shard::FreeSafely), never the keys in `keep`. False when
+  // the shard stays over its bounds: new states must then not be stored (see
+  // LimiterOptions::overflow).
+  bool MakeRoom(internal::Shard& shard, int64_t now, size_t adding, const uint64_t* keep,
+                size_t keep_count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+  // Whether the shard would break a bound holding `adding` more states; how many to free if so.
+  bool Over(const internal::Shard& shard, size_t adding) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
-  bool Over(const internal::Shard& shard) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+  size_t Excess(const internal::Shard& shard, size_t adding) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+  // The result of a limit whose new state was refused under FailureMode::kFailClosed.
+  LimitResult Refused(const internal::Shard& shard, int64_t now, LimitResult r) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   Clock* clock_;
   internal::ExpiryCodec expiry_;
@@ -50,6 +60,7 @@ class Limiter::Impl {
   size_t shard_mask_;
   size_t max_keys_per_shard_;
   size_t max_bytes_per_shard_;  // 0 = none
+  FailureMode overflow_;
   std::unique_ptr<internal::Shard[]> shards_;
   std::atomic<size_t> sweep_cursor_{0};
   absl::Notification stop_;

@@ -4,10 +4,10 @@
 //
 // Layout (little-endian, as the host writes it; snapshots are for the same build and machine
 // class): header {magic "RLSNAP\0\0", u32 version, u32 shard count, u64 seed, i64 wall ms at
-// export}, then records {u8 kind, u64 key, u32 shard, i64 expiry (wall ms), payload}, then
-// u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b}; three-word
-// {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)}. In every
-// two-word state `a` is a time (last update, TAT or window start) and `b` is not.
+// export}, then records {u8 kind | usage level << 4, u64 key, u32 shard, i64 expiry (wall ms),
+// payload}, then u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b};
+// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)}.
+// In every two-word state `a` is a time (last update, TAT or window start) and `b` is not.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -38,8 +38,12 @@ namespace {
 constexpr char kMagic[8] = {'R', 'L', 'S', 'N', 'A', 'P', 0, 0};
 // Version 2: state keys are a 64-bit XXH3 of (scope, key) mixed with (algorithm, window), the
 // shard their top bits. Version 1's keys (half of a 128-bit hash) cannot be matched to a check
-// any more, so such a snapshot is refused as unsupported.
-constexpr uint32_t kVersion = 2;
+// any more, so such a snapshot is refused as unsupported. Version 3 adds each state's usage level
+// (what evicting it gives away, see store.h) in the kind byte; version 2 states, whose level is
+// unknown, load as kLevelHeavy: protected from eviction until their next check rewrites it.
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kOldestVersion = 2;
+constexpr int kLevelShift = 4;
 
 class Writer {
  public:
@@ -93,7 +97,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
     Shard& sh = shards_[i];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
-      w.Put<uint8_t>(kind);
+      w.Put<uint8_t>(
+          static_cast<uint8_t>(kind | internal::ExpiryCodec::Level(expiry) << kLevelShift));
       w.Put<uint64_t>(key);
       w.Put<uint32_t>(static_cast<uint32_t>(i));
       w.Put<int64_t>(Shift(expiry_.Decode(expiry), to_wall));
@@ -130,6 +135,7 @@ namespace {
 // `runs_at` is where they start (n = `runs`, their counts summing to `total`).
 struct Record {
   uint8_t kind;
+  uint8_t level;
   uint64_t key;
   uint32_t shard;
   int64_t expiry;
@@ -140,9 +146,18 @@ struct Record {
 };
 
 // Reads and validates one record, log runs included.
-absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec) {
+absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to_mono,
+                        Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
+  }
+  rec->level = internal::kLevelHeavy;
+  if (version >= 3) {
+    if (rec->kind >> kLevelShift > internal::kLevelMask) {
+      return absl::DataLossError("bad snapshot record");
+    }
+    rec->level = rec->kind >> kLevelShift;
+    rec->kind &= (1 << kLevelShift) - 1;
   }
   if (rec->kind > 2 || rec->shard >= shards) return absl::DataLossError("bad snapshot record");
   rec->expiry = Shift(rec->expiry, to_mono);
@@ -199,7 +214,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   if (!r.Get(&version) || !r.Get(&shards) || !r.Get(&seed) || !r.Get(&exported_wall)) {
     return absl::DataLossError("snapshot header truncated");
   }
-  if (version != kVersion) {
+  if (version < kOldestVersion || version > kVersion) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", version));
   }
   // A state's shard comes from hash bits the snapshot keeps only as the exporter's shard index,
@@ -221,7 +236,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   std::vector<uint32_t> counts(our_shards * 3, 0);
   Record rec;
   while (r.left() > 0) {
-    if (absl::Status s = ReadRecord(r, shards, to_mono, &rec); !s.ok()) return s;
+    if (absl::Status s = ReadRecord(r, version, shards, to_mono, &rec); !s.ok()) return s;
     if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * 3 + rec.kind];
   }
 
@@ -248,10 +263,10 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   Reader again(payload);
   again.Skip(records_at);
   while (again.left() > 0) {
-    (void)ReadRecord(again, shards, to_mono, &rec);  // validated by the first pass
+    (void)ReadRecord(again, version, shards, to_mono, &rec);  // validated by the first pass
     if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[rec.shard & shard_mask_];
-    const uint32_t expiry = expiry_.Encode(rec.expiry);
+    const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
     if (rec.kind == 0) {
       Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));

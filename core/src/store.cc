@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "sliding_log.h"
@@ -33,14 +34,15 @@ void ShardMutex::WakeOne() {
 
 uint32_t ExpiryCodec::ExpiredAt(int64_t now_ms) const {
   const int128 rel = int128{now_ms} - base_ms_;
-  if (rel < 0) return 0;
+  if (rel < 0) return kLevelMask;  // a state encoded at unit 0 (of any level) has expired
   const int128 units = rel >> kExpiryShift;
-  // UINT32_MAX means "beyond the range": such state is only dropped lazily or by eviction.
-  return units >= UINT32_MAX - 1 ? UINT32_MAX - 1 : static_cast<uint32_t>(units);
+  // kMaxUnits means "beyond the range": such state is only dropped lazily or by eviction.
+  const uint32_t u = units >= kMaxUnits - 1 ? kMaxUnits - 1 : static_cast<uint32_t>(units);
+  return (u << kLevelBits) | kLevelMask;
 }
 
 int64_t ExpiryCodec::Decode(uint32_t expiry) const {
-  return Clamp64(int128{base_ms_} + (int128{expiry} << kExpiryShift));
+  return Clamp64(int128{base_ms_} + (int128{expiry >> kLevelBits} << kExpiryShift));
 }
 
 size_t Shard::MemoryBytes() const {
@@ -80,34 +82,68 @@ size_t Shard::SweepExpired(uint32_t expired_at, size_t budget) {
   return removed;
 }
 
-size_t Shard::EvictSoonest(size_t at_least, const uint64_t* keep, size_t keep_count) {
+size_t Shard::FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* keep,
+                         size_t keep_count, uint32_t* soonest) {
   struct Candidate {
-    uint32_t expiry;
+    uint64_t order;  // level above expiry: lowest level first, soonest expiry within a level
     TableKind kind;
     uint64_t key;
   };
-  std::vector<Candidate> all;
-  all.reserve(Size());
+  std::vector<Candidate> candidates;
   auto kept = [&](uint64_t key) {
     return std::find(keep, keep + keep_count, key) != keep + keep_count;
   };
-  for (const Slot2& s : two) {
-    if (!kept(s.key)) all.push_back({s.expiry, TableKind::kTwoWord, s.key});
+  size_t removed = 0;
+  uint32_t least = UINT32_MAX;
+  // Expired states go at once; the others are candidates unless protected or kept. Erasing does
+  // not move the other elements of an absl table, so the iteration goes on.
+  auto visit = [&](auto& table, TableKind kind) {
+    for (auto it = table.begin(); it != table.end();) {
+      const uint64_t key = it->key;
+      const uint32_t expiry = it->expiry;
+      if (kept(key)) {
+        ++it;
+        continue;
+      }
+      if (expiry <= expired_at) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(table)>, TableLog>) {
+          log_bytes -= LogBytes(it->log);
+          LogFree(it->log);
+        }
+        table.erase(it++);
+        ++removed;
+        continue;
+      }
+      const uint32_t level = ExpiryCodec::Level(expiry);
+      if (level < kLevelProtected) {
+        candidates.push_back({(uint64_t{level} << 32) | expiry, kind, key});
+      } else {
+        least = std::min(least, expiry);
+      }
+      ++it;
+    }
+  };
+  visit(two, TableKind::kTwoWord);
+  visit(three, TableKind::kThreeWord);
+  visit(logs, TableKind::kLog);
+  expired += removed;
+  size_t evicted = 0;
+  if (removed < needed && !candidates.empty()) {
+    // Evicting a batch amortizes the scan: the next ~size/64 inserts find room without one.
+    const size_t n = std::min(candidates.size(), std::max(needed - removed, Size() / 64 + 1));
+    std::nth_element(candidates.begin(), candidates.begin() + (n - 1), candidates.end(),
+                     [](const Candidate& x, const Candidate& y) { return x.order < y.order; });
+    for (size_t i = 0; i < n; ++i) Erase(candidates[i].kind, candidates[i].key);
+    for (size_t i = n; i < candidates.size(); ++i) {
+      least = std::min(least, static_cast<uint32_t>(candidates[i].order));
+    }
+    evicted = n;
+    evictions += n;
+  } else {
+    for (const Candidate& c : candidates) least = std::min(least, static_cast<uint32_t>(c.order));
   }
-  for (const Slot3& s : three) {
-    if (!kept(s.key)) all.push_back({s.expiry, TableKind::kThreeWord, s.key});
-  }
-  for (const SlotLog& s : logs) {
-    if (!kept(s.key)) all.push_back({s.expiry, TableKind::kLog, s.key});
-  }
-  // Evicting a batch amortizes the scan: the next ~size/64 inserts find room without one.
-  const size_t n = std::min(all.size(), std::max(at_least, Size() / 64 + 1));
-  if (n == 0) return 0;
-  std::nth_element(all.begin(), all.begin() + (n - 1), all.end(),
-                   [](const Candidate& x, const Candidate& y) { return x.expiry < y.expiry; });
-  for (size_t i = 0; i < n; ++i) Erase(all[i].kind, all[i].key);
-  evictions += n;
-  return n;
+  *soonest = least;
+  return removed + evicted;
 }
 
 bool Shard::Erase(TableKind kind, uint64_t key) {

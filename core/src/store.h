@@ -3,9 +3,9 @@
 // another shard's.
 //
 // States are keyed by a seeded 64-bit hash of (scope, key, algorithm, window) (see KeyHasher in
-// limiter.cc) whose top bits also pick the shard; the user's key is never stored. A slot is 28 bytes (key, coarse expiry, two state
-// words), which keeps a token-bucket state within 64 bytes per key at every table load factor
-// above 0.45.
+// limiter.cc) whose top bits also pick the shard; the user's key is never stored. A slot is 28
+// bytes (key, coarse expiry with the usage level, two state words), which keeps a token-bucket
+// state within 64 bytes per key at every table load factor above 0.45.
 #pragma once
 
 #include <algorithm>
@@ -114,21 +114,50 @@ inline TableKind TableFor(Algorithm algorithm) {
 
 inline constexpr int kExpiryShift = 10;  // 1024 ms per expiry unit
 
-// Expiry times are stored as 32-bit counts of 1024 ms since the limiter's start, rounded up, so
-// the sweep removes a state at most ~1 s after it became fresh-equivalent (never before) and the
-// range covers 139 years.
+// Every slot's 32-bit expiry word also carries, in its low two bits, how much of its allowance the
+// state had used when it was last written (checked, denied or peeked): what evicting it would
+// give away. The levels are fractions of the limit (its capacity for buckets), used = limit -
+// remaining of that write's result. Between writes a state only gets fresher, so the stored level
+// is an upper bound. Eviction takes the lowest levels first and never a protected one (see
+// Shard::FreeSafely and LimiterOptions::overflow).
+inline constexpr int kLevelBits = 2;
+inline constexpr uint32_t kLevelMask = (1u << kLevelBits) - 1;
+inline constexpr uint32_t kLevelFresh = 0;  // used <= 1/8
+inline constexpr uint32_t kLevelLight = 1;  // used <= 1/4
+inline constexpr uint32_t kLevelHeavy = 2;  // used > 1/4, at the limit included: protected
+inline constexpr uint32_t kLevelProtected = kLevelHeavy;  // this level and above are never evicted
+
+// Inline and branch-free: every write computes it. (A state that denied a large cost with room
+// left for smaller ones is rated by what it has used: that is what its eviction gives away.)
+inline uint32_t UsageLevel(const LimitResult& r) {
+  const int64_t used = r.limit - r.remaining;  // limit <= 2^40: the products cannot overflow
+  return static_cast<uint32_t>(used * 8 > r.limit) + static_cast<uint32_t>(used * 4 > r.limit);
+}
+
+// Expiry times are stored as 30-bit counts of 1024 ms since the limiter's start, rounded up, above
+// the usage level, so the sweep removes a state at most ~1 s after it became fresh-equivalent
+// (never before) and the range covers 34 years. Comparing whole words orders by expiry first.
 class ExpiryCodec {
  public:
+  // The largest unit count; it means "beyond the range" (only dropped lazily or by eviction).
+  static constexpr uint32_t kMaxUnits = UINT32_MAX >> kLevelBits;
+
   explicit ExpiryCodec(int64_t base_ms) : base_ms_(base_ms) {}
-  uint32_t Encode(int64_t expiry_ms) const {
+  uint32_t Encode(int64_t expiry_ms, uint32_t level) const {
     int64_t rel;
-    if (__builtin_sub_overflow(expiry_ms, base_ms_, &rel)) return expiry_ms < 0 ? 0 : UINT32_MAX;
-    if (rel <= 0) return 0;
-    const uint64_t units =
-        (static_cast<uint64_t>(rel) + (1u << kExpiryShift) - 1) >> kExpiryShift;
-    return units >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(units);
+    uint32_t units;
+    if (__builtin_sub_overflow(expiry_ms, base_ms_, &rel)) {
+      units = expiry_ms < 0 ? 0 : kMaxUnits;
+    } else if (rel <= 0) {
+      units = 0;
+    } else {
+      const uint64_t u = (static_cast<uint64_t>(rel) + (1u << kExpiryShift) - 1) >> kExpiryShift;
+      units = u >= kMaxUnits ? kMaxUnits : static_cast<uint32_t>(u);
+    }
+    return (units << kLevelBits) | level;
   }
-  // The largest encoded value that has expired at `now_ms`.
+  static uint32_t Level(uint32_t expiry) { return expiry & kLevelMask; }
+  // The largest encoded value (of any level) that has expired at `now_ms`.
   uint32_t ExpiredAt(int64_t now_ms) const;
   // Upper bound of the time an encoded value stands for.
   int64_t Decode(uint32_t expiry) const;
@@ -179,6 +208,13 @@ struct alignas(64) Shard {
   size_t log_bytes ABSL_GUARDED_BY(mu) = 0;
   uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
   uint64_t expired ABSL_GUARDED_BY(mu) = 0;
+  uint64_t overflows ABSL_GUARDED_BY(mu) = 0;
+  // After a search for room that came up short, the next one waits until the soonest expiry it
+  // saw (`blocked_until`, encoded) or until `blocked_left` more new states were refused, so a
+  // flood against a shard full of protected states costs an amortized ~16 slots per check, not a
+  // scan of the shard. Writes that lower a state's level are seen by the next search.
+  uint32_t blocked_until ABSL_GUARDED_BY(mu) = 0;
+  uint32_t blocked_left ABSL_GUARDED_BY(mu) = 0;
 
   size_t Size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return two.size() + three.size() + logs.size();
@@ -187,10 +223,14 @@ struct alignas(64) Shard {
   size_t MemoryBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Removes states whose coarse expiry is <= `expired_at`, at most `budget`; returns how many.
   size_t SweepExpired(uint32_t expired_at, size_t budget) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
-  // Evicts the states closest to expiry (about 1/64 of the shard, at least `at_least`), skipping
-  // the keys in `keep`; returns how many.
-  size_t EvictSoonest(size_t at_least, const uint64_t* keep, size_t keep_count)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Frees room for at least `needed` states where that is safe, never touching the keys in
+  // `keep`: removes every state expired at `expired_at` (nothing is given away), then evicts states
+  // below kLevelProtected, lowest level first and soonest expiry within a level, as many as still
+  // needed but at least ~1/64 of the shard (one scan then serves the next inserts). Returns how
+  // many were removed; `*soonest` receives the smallest expiry word among the states left that
+  // are not kept (UINT32_MAX if none).
+  size_t FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* keep, size_t keep_count,
+                    uint32_t* soonest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Removes one state; true if it existed.
   bool Erase(TableKind kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Frees every log buffer (destruction).

@@ -70,6 +70,27 @@ TEST(ConfigTest, FileSettingsAndPolicies) {
   std::remove(path.c_str());
 }
 
+TEST(ConfigTest, OverflowMode) {
+  EXPECT_EQ(*ParseOverflowMode("fail-open"), rl::FailureMode::kFailOpen);
+  EXPECT_EQ(*ParseOverflowMode("FAIL-CLOSED"), rl::FailureMode::kFailClosed);
+  EXPECT_FALSE(ParseOverflowMode("").ok());
+  EXPECT_FALSE(ParseOverflowMode("open").ok());
+  EXPECT_EQ(OverflowModeName(rl::FailureMode::kFailClosed), "fail-closed");
+  ServerConfig c;
+  EXPECT_EQ(c.overflow, rl::FailureMode::kFailOpen) << "the default";
+  std::string good = WriteTemp("overflow = \"fail-closed\"\n");
+  ASSERT_TRUE(LoadConfigFile(good, {}, &c).ok());
+  EXPECT_EQ(c.overflow, rl::FailureMode::kFailClosed);
+  ServerConfig flag_wins;
+  ASSERT_TRUE(LoadConfigFile(good, {"overflow"}, &flag_wins).ok());
+  EXPECT_EQ(flag_wins.overflow, rl::FailureMode::kFailOpen);
+  std::string wrong_value = WriteTemp("overflow = \"sometimes\"\n");
+  std::string wrong_type = WriteTemp("overflow = true\n");
+  EXPECT_FALSE(LoadConfigFile(wrong_value, {}, &c).ok());
+  EXPECT_FALSE(LoadConfigFile(wrong_type, {}, &c).ok());
+  for (const auto& p : {good, wrong_value, wrong_type}) std::remove(p.c_str());
+}
+
 TEST(ConfigTest, FileErrors) {
   ServerConfig c;
   std::string unknown = WriteTemp("portt = 1\n");

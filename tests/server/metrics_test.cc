@@ -115,8 +115,9 @@ TEST_F(MetricsTest, CountersMoveWithTraffic) {
   for (const char* family :
        {"rl_checks_total counter", "rl_allowed_total counter", "rl_denied_total counter",
         "rl_shadow_denied_total counter", "rl_near_limit_total counter", "rl_keys gauge",
-        "rl_memory_bytes gauge", "rl_evictions_total counter", "rl_connected_clients gauge",
-        "rl_command_duration_seconds histogram", "rl_snapshot_saves_total counter"}) {
+        "rl_memory_bytes gauge", "rl_evictions_total counter", "rl_overflows_total counter",
+        "rl_connected_clients gauge", "rl_command_duration_seconds histogram",
+        "rl_snapshot_saves_total counter"}) {
     EXPECT_NE(last_body_.find(std::string("# TYPE ") + family), std::string::npos) << family;
     std::string name(family, std::string_view(family).find(' '));
     EXPECT_NE(last_body_.find("# HELP " + name + " "), std::string::npos) << name;
@@ -180,6 +181,20 @@ TEST_F(MetricsTest, CountersMoveWithTraffic) {
   // The counters keep moving.
   c.Call({"RL.CHECK", "tenant", "POLICY", "strict"});
   EXPECT_EQ(Scrape()["rl_denied_total{policy=\"strict\"}"], 3);
+}
+
+// At --max-keys with every state at its limit, new keys overflow (fail-open by default).
+TEST(MetricsOverflowTest, OverflowsAreCounted) {
+  const int metrics_port = FreePort();
+  ServerProcess server({"--max-keys", "64", "--metrics-port", std::to_string(metrics_port)});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  for (int i = 0; i < 64; ++i) c.Call({"RL.CHECK", "full" + std::to_string(i), "GCRA", "1", "1h"});
+  for (int i = 0; i < 5; ++i) c.Call({"RL.CHECK", "new" + std::to_string(i), "GCRA", "1", "1h"});
+  auto m = Parse(Http(metrics_port, "GET", "/metrics").body);
+  EXPECT_EQ(m["rl_overflows_total"], 5);
+  EXPECT_EQ(m["rl_evictions_total"], 0);
+  EXPECT_EQ(m["rl_keys"], 64);
 }
 
 TEST_F(MetricsTest, ShadowDenialsInRepliesAndMetrics) {

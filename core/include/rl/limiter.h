@@ -20,6 +20,21 @@ struct LimiterOptions {
   size_t shards = 0;                 // 0 = automatic; rounded up to a power of two
   size_t max_keys = 0;               // 0 = default (large enough for at least 10 M keys)
   size_t max_memory_bytes = 0;       // 0 = no byte bound beyond max_keys
+  // What a check does with a new state (a key seen for the first time under a limit) when the
+  // store is at max_keys or max_memory_bytes and nothing can be evicted safely. Eviction takes
+  // expired states first, then states that had used at most a quarter of their allowance when
+  // last written (least used first, then soonest to expire); a state that has used more, one at
+  // its limit included, is never evicted, since dropping it would hand its key a fresh allowance
+  // (see docs/operations.md). The new state is then not stored, Decision::overflow is set and
+  // LimiterStats::overflows counts the check.
+  //  - kFailOpen: decided as for a fresh key (allowed unless the cost exceeds the limit, with the
+  //    remaining and reset a first call reports), but nothing is counted for the unstored states;
+  //    states the check found are updated as usual. Nothing that was limited before is freed:
+  //    only keys that are new while the store is full go uncounted.
+  //  - kFailClosed: denied, consuming nothing (all or nothing); each limit whose state could not
+  //    be stored reports remaining 0 and retry_after_ms = reset_after_ms = the time until the
+  //    soonest protected state of its shard expires (at least 1 ms): a hint, not a promise.
+  FailureMode overflow = FailureMode::kFailOpen;
   int64_t sweep_interval_ms = 1000;  // background removal of expired state; 0 = no thread
   Clock* clock = nullptr;            // not owned; null = SteadyClock::Default()
 };
@@ -29,6 +44,7 @@ struct LimiterStats {
   uint64_t memory_bytes = 0;  // estimated bytes held by states and tables
   uint64_t evictions = 0;     // states dropped because a bound was reached
   uint64_t expired = 0;       // states dropped because they became equivalent to fresh
+  uint64_t overflows = 0;     // checks whose new state was not stored (LimiterOptions::overflow)
 };
 
 class Limiter {
