@@ -343,96 +343,96 @@ using RedisModuleInfoFunc = void (*)(RedisModuleInfoCtx* ctx, int for_crash_repo
 // The API functions, one row each: X(return type, name without "RedisModule_", parameters).
 // RedisModule_Init fetches every row; a server that lacks one leaves it null, which
 // rl::redis_module::FirstMissingFunction() reports. Grouped by [ref] section.
-#define RL_REDISMODULE_API_FUNCTIONS(X)                                                          \
-  /* Heap allocation raw functions: memory the server counts (INFO, maxmemory). */               \
-  X(void*, Alloc, (size_t bytes))                                                                \
-  X(void*, Calloc, (size_t nmemb, size_t size))                                                  \
-  X(void*, Realloc, (void* ptr, size_t bytes))                                                   \
-  X(void, Free, (void* ptr))                                                                     \
-  /* Miscellaneous APIs: usable size of an allocation made with Alloc (7.0). */                  \
-  X(size_t, MallocSize, (void* ptr))                                                             \
-  /* Module information (SetModuleAttribs is what Init ends with). */                            \
-  X(void, SetModuleAttribs, (RedisModuleCtx * ctx, const char* name, int ver, int apiver))      \
-  X(int, IsModuleNameBusy, (const char* name))                                                   \
-  X(void, SetModuleOptions, (RedisModuleCtx * ctx, int options))                                 \
-  X(int, GetServerVersion, ())          /* 0x00MMmmpp (7.0) */                                   \
-  X(int, GetTypeMethodVersion, ())      /* the server's REDISMODULE_TYPE_METHOD_VERSION (7.0) */ \
-  /* Commands API. */                                                                            \
-  X(int, CreateCommand,                                                                          \
-    (RedisModuleCtx * ctx, const char* name, RedisModuleCmdFunc cmdfunc, const char* strflags,   \
-     int firstkey, int lastkey, int keystep))                                                    \
-  X(RedisModuleCommand*, GetCommand, (RedisModuleCtx * ctx, const char* name))                  \
-  X(int, CreateSubcommand,                                                                       \
-    (RedisModuleCommand * parent, const char* name, RedisModuleCmdFunc cmdfunc,                  \
-     const char* strflags, int firstkey, int lastkey, int keystep))                              \
-  X(int, SetCommandInfo, (RedisModuleCommand * command, const RedisModuleCommandInfo* info))    \
-  X(int, IsKeysPositionRequest, (RedisModuleCtx * ctx))                                          \
-  X(void, KeyAtPos, (RedisModuleCtx * ctx, int pos))                                             \
-  /* Reply APIs. */                                                                              \
-  X(int, WrongArity, (RedisModuleCtx * ctx))                                                     \
-  X(int, ReplyWithError, (RedisModuleCtx * ctx, const char* err))                                \
-  X(int, ReplyWithSimpleString, (RedisModuleCtx * ctx, const char* msg))                         \
-  X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long ll))                                \
-  X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char* buf, size_t len))             \
-  X(int, ReplyWithCString, (RedisModuleCtx * ctx, const char* buf))                              \
-  X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                  \
-  X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                       \
-  X(int, ReplyWithMap, (RedisModuleCtx * ctx, long len)) /* RESP2: flat array of 2*len */        \
-  X(void, ReplySetArrayLength, (RedisModuleCtx * ctx, long len))                                 \
-  X(void, ReplySetMapLength, (RedisModuleCtx * ctx, long len))                                   \
-  X(int, ReplyWithVerbatimString, (RedisModuleCtx * ctx, const char* buf, size_t len))           \
-  X(int, ReplyWithDouble, (RedisModuleCtx * ctx, double d))                                      \
-  /* String objects APIs. */                                                                     \
-  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, size_t len))       \
-  X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString* str))                            \
-  X(const char*, StringPtrLen, (const RedisModuleString* str, size_t* len))                      \
-  X(int, StringToLongLong, (const RedisModuleString* str, long long* ll))                        \
+#define RL_REDISMODULE_API_FUNCTIONS(X)                                                           \
+  /* Heap allocation raw functions: memory the server counts (INFO, maxmemory). */                \
+  X(void*, Alloc, (size_t bytes))                                                                 \
+  X(void*, Calloc, (size_t nmemb, size_t size))                                                   \
+  X(void*, Realloc, (void* ptr, size_t bytes))                                                    \
+  X(void, Free, (void* ptr))                                                                      \
+  /* Miscellaneous APIs: usable size of an allocation made with Alloc (7.0). */                   \
+  X(size_t, MallocSize, (void* ptr))                                                              \
+  /* Module information (SetModuleAttribs is what Init ends with). */                             \
+  X(void, SetModuleAttribs, (RedisModuleCtx * ctx, const char* name, int ver, int apiver))        \
+  X(int, IsModuleNameBusy, (const char* name))                                                    \
+  X(void, SetModuleOptions, (RedisModuleCtx * ctx, int options))                                  \
+  X(int, GetServerVersion, ())     /* 0x00MMmmpp (7.0) */                                         \
+  X(int, GetTypeMethodVersion, ()) /* the server's REDISMODULE_TYPE_METHOD_VERSION (7.0) */       \
+  /* Commands API. */                                                                             \
+  X(int, CreateCommand,                                                                           \
+    (RedisModuleCtx * ctx, const char* name, RedisModuleCmdFunc cmdfunc, const char* strflags,    \
+     int firstkey, int lastkey, int keystep))                                                     \
+  X(RedisModuleCommand*, GetCommand, (RedisModuleCtx * ctx, const char* name))                    \
+  X(int, CreateSubcommand,                                                                        \
+    (RedisModuleCommand * parent, const char* name, RedisModuleCmdFunc cmdfunc,                   \
+     const char* strflags, int firstkey, int lastkey, int keystep))                               \
+  X(int, SetCommandInfo, (RedisModuleCommand * command, const RedisModuleCommandInfo* info))      \
+  X(int, IsKeysPositionRequest, (RedisModuleCtx * ctx))                                           \
+  X(void, KeyAtPos, (RedisModuleCtx * ctx, int pos))                                              \
+  /* Reply APIs. */                                                                               \
+  X(int, WrongArity, (RedisModuleCtx * ctx))                                                      \
+  X(int, ReplyWithError, (RedisModuleCtx * ctx, const char* err))                                 \
+  X(int, ReplyWithSimpleString, (RedisModuleCtx * ctx, const char* msg))                          \
+  X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long ll))                                 \
+  X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char* buf, size_t len))              \
+  X(int, ReplyWithCString, (RedisModuleCtx * ctx, const char* buf))                               \
+  X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                   \
+  X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                        \
+  X(int, ReplyWithMap, (RedisModuleCtx * ctx, long len)) /* RESP2: flat array of 2*len */         \
+  X(void, ReplySetArrayLength, (RedisModuleCtx * ctx, long len))                                  \
+  X(void, ReplySetMapLength, (RedisModuleCtx * ctx, long len))                                    \
+  X(int, ReplyWithVerbatimString, (RedisModuleCtx * ctx, const char* buf, size_t len))            \
+  X(int, ReplyWithDouble, (RedisModuleCtx * ctx, double d))                                       \
+  /* String objects APIs. */                                                                      \
+  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, size_t len))        \
+  X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString * str))                            \
+  X(const char*, StringPtrLen, (const RedisModuleString* str, size_t* len))                       \
+  X(int, StringToLongLong, (const RedisModuleString* str, long long* ll))                         \
   /* Commands replication API: Replicate takes RedisModule_Call's format ("s", "b", "c", "l"). */ \
-  X(int, Replicate, (RedisModuleCtx * ctx, const char* cmdname, const char* fmt, ...))           \
-  X(int, ReplicateVerbatim, (RedisModuleCtx * ctx))                                              \
-  /* DB and Key APIs - Generic API. */                                                           \
-  X(unsigned long long, GetClientId, (RedisModuleCtx * ctx))                                     \
-  X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                \
-  X(RedisModuleKey*, OpenKey, (RedisModuleCtx * ctx, RedisModuleString* keyname, int mode))      \
-  X(void, CloseKey, (RedisModuleKey * key))                                                      \
-  X(int, KeyType, (RedisModuleKey * key))                                                        \
-  X(int, DeleteKey, (RedisModuleKey * key))                                                      \
-  X(long long, GetExpire, (RedisModuleKey * key))    /* remaining ms, or NO_EXPIRE */            \
-  X(int, SetExpire, (RedisModuleKey * key, long long expire))                                    \
-  X(long long, GetAbsExpire, (RedisModuleKey * key)) /* unix ms, or NO_EXPIRE */                 \
-  X(int, SetAbsExpire, (RedisModuleKey * key, long long expire))                                 \
-  /* Module information and time measurement. */                                                \
-  X(long long, Milliseconds, ())           /* unix time in ms */                                 \
-  X(uint64_t, MonotonicMicroseconds, ())   /* arbitrary origin (7.0) */                          \
-  /* Modules data types. */                                                                      \
-  X(RedisModuleType*, CreateDataType,                                                            \
-    (RedisModuleCtx * ctx, const char* name, int encver, RedisModuleTypeMethods* typemethods))   \
-  X(int, ModuleTypeSetValue, (RedisModuleKey * key, RedisModuleType* mt, void* value))           \
-  X(int, ModuleTypeReplaceValue,                                                                 \
-    (RedisModuleKey * key, RedisModuleType* mt, void* new_value, void** old_value))              \
-  X(RedisModuleType*, ModuleTypeGetType, (RedisModuleKey * key))                                 \
-  X(void*, ModuleTypeGetValue, (RedisModuleKey * key))                                           \
-  /* RDB loading and saving functions. */                                                        \
-  X(int, IsIOError, (RedisModuleIO * io))                                                        \
-  X(void, SaveUnsigned, (RedisModuleIO * io, uint64_t value))                                    \
-  X(uint64_t, LoadUnsigned, (RedisModuleIO * io))                                                \
-  X(void, SaveSigned, (RedisModuleIO * io, int64_t value))                                       \
-  X(int64_t, LoadSigned, (RedisModuleIO * io))                                                   \
-  X(void, SaveStringBuffer, (RedisModuleIO * io, const char* str, size_t len))                   \
-  X(char*, LoadStringBuffer, (RedisModuleIO * io, size_t* lenptr)) /* free with Free */          \
-  /* Key digest API (DEBUG DIGEST). */                                                           \
-  X(void, DigestAddStringBuffer, (RedisModuleDigest * md, const char* ele, size_t len))          \
-  X(void, DigestAddLongLong, (RedisModuleDigest * md, long long ele))                            \
-  X(void, DigestEndSequence, (RedisModuleDigest * md))                                           \
-  /* AOF API for modules data types: only inside aof_rewrite. */                                 \
-  X(void, EmitAOF, (RedisModuleIO * io, const char* cmdname, const char* fmt, ...))              \
-  /* Logging. */                                                                                 \
-  X(void, Log, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                  \
-  X(void, LogIOError, (RedisModuleIO * io, const char* levelstr, const char* fmt, ...))          \
-  /* Modules Info fields: sections and fields are prefixed with the module name. */              \
-  X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                       \
-  X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char* name))                           \
-  X(int, InfoAddFieldLongLong, (RedisModuleInfoCtx * ctx, const char* field, long long value))   \
+  X(int, Replicate, (RedisModuleCtx * ctx, const char* cmdname, const char* fmt, ...))            \
+  X(int, ReplicateVerbatim, (RedisModuleCtx * ctx))                                               \
+  /* DB and Key APIs - Generic API. */                                                            \
+  X(unsigned long long, GetClientId, (RedisModuleCtx * ctx))                                      \
+  X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                 \
+  X(RedisModuleKey*, OpenKey, (RedisModuleCtx * ctx, RedisModuleString * keyname, int mode))      \
+  X(void, CloseKey, (RedisModuleKey * key))                                                       \
+  X(int, KeyType, (RedisModuleKey * key))                                                         \
+  X(int, DeleteKey, (RedisModuleKey * key))                                                       \
+  X(long long, GetExpire, (RedisModuleKey * key)) /* remaining ms, or NO_EXPIRE */                \
+  X(int, SetExpire, (RedisModuleKey * key, long long expire))                                     \
+  X(long long, GetAbsExpire, (RedisModuleKey * key)) /* unix ms, or NO_EXPIRE */                  \
+  X(int, SetAbsExpire, (RedisModuleKey * key, long long expire))                                  \
+  /* Module information and time measurement. */                                                  \
+  X(long long, Milliseconds, ())         /* unix time in ms */                                    \
+  X(uint64_t, MonotonicMicroseconds, ()) /* arbitrary origin (7.0) */                             \
+  /* Modules data types. */                                                                       \
+  X(RedisModuleType*, CreateDataType,                                                             \
+    (RedisModuleCtx * ctx, const char* name, int encver, RedisModuleTypeMethods* typemethods))    \
+  X(int, ModuleTypeSetValue, (RedisModuleKey * key, RedisModuleType * mt, void* value))           \
+  X(int, ModuleTypeReplaceValue,                                                                  \
+    (RedisModuleKey * key, RedisModuleType * mt, void* new_value, void** old_value))              \
+  X(RedisModuleType*, ModuleTypeGetType, (RedisModuleKey * key))                                  \
+  X(void*, ModuleTypeGetValue, (RedisModuleKey * key))                                            \
+  /* RDB loading and saving functions. */                                                         \
+  X(int, IsIOError, (RedisModuleIO * io))                                                         \
+  X(void, SaveUnsigned, (RedisModuleIO * io, uint64_t value))                                     \
+  X(uint64_t, LoadUnsigned, (RedisModuleIO * io))                                                 \
+  X(void, SaveSigned, (RedisModuleIO * io, int64_t value))                                        \
+  X(int64_t, LoadSigned, (RedisModuleIO * io))                                                    \
+  X(void, SaveStringBuffer, (RedisModuleIO * io, const char* str, size_t len))                    \
+  X(char*, LoadStringBuffer, (RedisModuleIO * io, size_t * lenptr)) /* free with Free */          \
+  /* Key digest API (DEBUG DIGEST). */                                                            \
+  X(void, DigestAddStringBuffer, (RedisModuleDigest * md, const char* ele, size_t len))           \
+  X(void, DigestAddLongLong, (RedisModuleDigest * md, long long ele))                             \
+  X(void, DigestEndSequence, (RedisModuleDigest * md))                                            \
+  /* AOF API for modules data types: only inside aof_rewrite. */                                  \
+  X(void, EmitAOF, (RedisModuleIO * io, const char* cmdname, const char* fmt, ...))               \
+  /* Logging. */                                                                                  \
+  X(void, Log, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                   \
+  X(void, LogIOError, (RedisModuleIO * io, const char* levelstr, const char* fmt, ...))           \
+  /* Modules Info fields: sections and fields are prefixed with the module name. */               \
+  X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                        \
+  X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char* name))                            \
+  X(int, InfoAddFieldLongLong, (RedisModuleInfoCtx * ctx, const char* field, long long value))    \
   X(int, InfoAddFieldCString, (RedisModuleInfoCtx * ctx, const char* field, const char* value))
 
 // The function pointers, named as in the reference (RedisModule_<name>), null until Init.

@@ -27,9 +27,9 @@
 namespace {
 
 constexpr const char* kTypeName = "probe-ABI";  // exactly 9 characters
-constexpr int kEncodingVersion = 1;              // the type's encver
-constexpr uint64_t kFormat = 1;                  // first field of every saved value
-constexpr size_t kMaxValueBytes = 1 << 20;       // larger saved values are refused as corrupt
+constexpr int kEncodingVersion = 1;             // the type's encver
+constexpr uint64_t kFormat = 1;                 // first field of every saved value
+constexpr size_t kMaxValueBytes = 1 << 20;      // larger saved values are refused as corrupt
 
 RedisModuleType* g_type = nullptr;
 char* g_conf = nullptr;  // module-global value (PROBE.CONF), RedisModule_Alloc'd
@@ -41,6 +41,8 @@ struct Counters {
   std::atomic<long long> rdb_load{0}, rdb_save{0}, aof_rewrite{0}, mem_usage{0}, mem_usage2{0},
       digest{0}, free{0}, aux_load{0}, aux_save{0}, free_effort{0}, free_effort2{0}, unlink{0},
       unlink2{0}, copy{0}, copy2{0}, load_refused{0};
+  // PROBE.SET calls run with these context flags: sent by the master, or replayed from the AOF.
+  std::atomic<long long> set_replicated{0}, set_loading{0};
 } g_calls;
 
 struct ProbeValue {
@@ -85,16 +87,15 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
   ++g_calls.rdb_load;
   if (encver != kEncodingVersion) {
     ++g_calls.load_refused;
-    RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
-                           "probe: refusing encoding version %d", encver);
+    RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING, "probe: refusing encoding version %d",
+                           encver);
     return nullptr;
   }
   const uint64_t format = RedisModule_LoadUnsigned(io);
   const int64_t created_ms = RedisModule_LoadSigned(io);
   size_t len = 0;
   char* data = RedisModule_LoadStringBuffer(io, &len);
-  if (RedisModule_IsIOError(io) || data == nullptr || format != kFormat ||
-      len > kMaxValueBytes) {
+  if (RedisModule_IsIOError(io) || data == nullptr || format != kFormat || len > kMaxValueBytes) {
     ++g_calls.load_refused;
     RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
                            "probe: refusing a corrupt value (format %llu, io error %d)",
@@ -223,6 +224,9 @@ int SetCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     }
   }
   if (has_px && has_pxat) return RedisModule_ReplyWithError(ctx, "ERR syntax error");
+  const int flags = RedisModule_GetContextFlags(ctx);
+  if (flags & REDISMODULE_CTX_FLAGS_REPLICATED) ++g_calls.set_replicated;
+  if (flags & REDISMODULE_CTX_FLAGS_LOADING) ++g_calls.set_loading;
 
   bool wrongtype = false;
   RedisModuleKey* key =
@@ -256,8 +260,8 @@ int SetCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   // The effect, not the command: a replica or the AOF must not read its own clock.
   RedisModuleString* copy = RedisModule_CreateString(ctx, value->data, value->len);
   if (expire_at != REDISMODULE_NO_EXPIRE) {
-    RedisModule_Replicate(ctx, "PROBE.SET", "ssclcl", argv[1], copy, "PXAT", expire_at,
-                          "CREATED", static_cast<long long>(value->created_ms));
+    RedisModule_Replicate(ctx, "PROBE.SET", "ssclcl", argv[1], copy, "PXAT", expire_at, "CREATED",
+                          static_cast<long long>(value->created_ms));
   } else {
     RedisModule_Replicate(ctx, "PROBE.SET", "sscl", argv[1], copy, "CREATED",
                           static_cast<long long>(value->created_ms));
@@ -382,15 +386,13 @@ int CtxCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
 }
 
 int ClientIdCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  return RedisModule_ReplyWithLongLong(ctx,
-                                       static_cast<long long>(RedisModule_GetClientId(ctx)));
+  return RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(RedisModule_GetClientId(ctx)));
 }
 
 int TimeCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
   RedisModule_ReplyWithArray(ctx, 2);
   RedisModule_ReplyWithLongLong(ctx, RedisModule_Milliseconds());
-  RedisModule_ReplyWithLongLong(ctx,
-                                static_cast<long long>(RedisModule_MonotonicMicroseconds()));
+  RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(RedisModule_MonotonicMicroseconds()));
   return REDISMODULE_OK;
 }
 
@@ -400,19 +402,28 @@ void InfoFunc(RedisModuleInfoCtx* ctx, int) {
     const char* name;
     const std::atomic<long long>& count;
   } fields[] = {
-      {"rdb_load", g_calls.rdb_load},     {"rdb_save", g_calls.rdb_save},
-      {"aof_rewrite", g_calls.aof_rewrite}, {"mem_usage", g_calls.mem_usage},
-      {"mem_usage2", g_calls.mem_usage2}, {"digest", g_calls.digest},
-      {"free", g_calls.free},             {"aux_load", g_calls.aux_load},
-      {"aux_save", g_calls.aux_save},     {"free_effort", g_calls.free_effort},
-      {"free_effort2", g_calls.free_effort2}, {"unlink", g_calls.unlink},
-      {"unlink2", g_calls.unlink2},       {"copy", g_calls.copy},
-      {"copy2", g_calls.copy2},           {"load_refused", g_calls.load_refused},
+      {"rdb_load", g_calls.rdb_load},
+      {"rdb_save", g_calls.rdb_save},
+      {"aof_rewrite", g_calls.aof_rewrite},
+      {"mem_usage", g_calls.mem_usage},
+      {"mem_usage2", g_calls.mem_usage2},
+      {"digest", g_calls.digest},
+      {"free", g_calls.free},
+      {"aux_load", g_calls.aux_load},
+      {"aux_save", g_calls.aux_save},
+      {"free_effort", g_calls.free_effort},
+      {"free_effort2", g_calls.free_effort2},
+      {"unlink", g_calls.unlink},
+      {"unlink2", g_calls.unlink2},
+      {"copy", g_calls.copy},
+      {"copy2", g_calls.copy2},
+      {"load_refused", g_calls.load_refused},
+      {"set_replicated", g_calls.set_replicated},
+      {"set_loading", g_calls.set_loading},
   };
   for (const auto& field : fields) RedisModule_InfoAddFieldLongLong(ctx, field.name, field.count);
   RedisModule_InfoAddFieldLongLong(ctx, "server_version", RedisModule_GetServerVersion());
-  RedisModule_InfoAddFieldLongLong(ctx, "type_method_version",
-                                   RedisModule_GetTypeMethodVersion());
+  RedisModule_InfoAddFieldLongLong(ctx, "type_method_version", RedisModule_GetTypeMethodVersion());
   RedisModule_InfoAddFieldCString(ctx, "conf", g_conf != nullptr ? g_conf : "");
 }
 
@@ -444,20 +455,32 @@ RedisModuleCommandKeySpec kDeleteKey[] = {
      .fk = {.range = {.lastkey = 0, .keystep = 1, .limit = 0}}},
     {}};
 
-RedisModuleCommandArg kExpiration[] = {
-    {.name = "milliseconds", .type = REDISMODULE_ARG_TYPE_INTEGER, .key_spec_index = -1,
-     .token = "PX"},
-    {.name = "unix-time-milliseconds", .type = REDISMODULE_ARG_TYPE_UNIX_TIME,
-     .key_spec_index = -1, .token = "PXAT"},
-    {}};
+RedisModuleCommandArg kExpiration[] = {{.name = "milliseconds",
+                                        .type = REDISMODULE_ARG_TYPE_INTEGER,
+                                        .key_spec_index = -1,
+                                        .token = "PX"},
+                                       {.name = "unix-time-milliseconds",
+                                        .type = REDISMODULE_ARG_TYPE_UNIX_TIME,
+                                        .key_spec_index = -1,
+                                        .token = "PXAT"},
+                                       {}};
 RedisModuleCommandArg kSetArgs[] = {
     {.name = "key", .type = REDISMODULE_ARG_TYPE_KEY, .key_spec_index = 0},
-    {.name = "value", .type = REDISMODULE_ARG_TYPE_STRING, .key_spec_index = -1,
-     .summary = "the bytes to store", .since = "1.0.0"},
-    {.name = "expiration", .type = REDISMODULE_ARG_TYPE_ONEOF, .key_spec_index = -1,
-     .flags = REDISMODULE_CMD_ARG_OPTIONAL, .subargs = kExpiration},
-    {.name = "created", .type = REDISMODULE_ARG_TYPE_UNIX_TIME, .key_spec_index = -1,
-     .token = "CREATED", .flags = REDISMODULE_CMD_ARG_OPTIONAL},
+    {.name = "value",
+     .type = REDISMODULE_ARG_TYPE_STRING,
+     .key_spec_index = -1,
+     .summary = "the bytes to store",
+     .since = "1.0.0"},
+    {.name = "expiration",
+     .type = REDISMODULE_ARG_TYPE_ONEOF,
+     .key_spec_index = -1,
+     .flags = REDISMODULE_CMD_ARG_OPTIONAL,
+     .subargs = kExpiration},
+    {.name = "created",
+     .type = REDISMODULE_ARG_TYPE_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "CREATED",
+     .flags = REDISMODULE_CMD_ARG_OPTIONAL},
     {}};
 RedisModuleCommandHistoryEntry kSetHistory[] = {{"1.1.0", "Added CREATED."}, {}};
 
@@ -503,8 +526,9 @@ const CommandRow kCommands[] = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
-    RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx* ctx,
+                                                                         RedisModuleString** argv,
+                                                                         int argc) {
   if (RedisModule_Init(ctx, "probe", 1, REDISMODULE_APIVER_1) != REDISMODULE_OK) {
     return REDISMODULE_ERR;
   }
@@ -543,9 +567,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
                                   row.step) != REDISMODULE_OK) {
       return REDISMODULE_ERR;
     }
-    if (row.info != nullptr &&
-        RedisModule_SetCommandInfo(RedisModule_GetCommand(ctx, row.name), row.info) !=
-            REDISMODULE_OK) {
+    if (row.info != nullptr && RedisModule_SetCommandInfo(RedisModule_GetCommand(ctx, row.name),
+                                                          row.info) != REDISMODULE_OK) {
       RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "probe: bad command info for %s",
                       row.name);
       return REDISMODULE_ERR;

@@ -115,8 +115,7 @@ TEST_F(ProbeTest, SetGetMetaAndExpiry) {
 
 TEST_F(ProbeTest, ArgumentErrors) {
   // Arity from SetCommandInfo is checked by the server before the module runs.
-  EXPECT_EQ(Call({"PROBE.SET", "k"}).str,
-            "ERR wrong number of arguments for 'probe.set' command");
+  EXPECT_EQ(Call({"PROBE.SET", "k"}).str, "ERR wrong number of arguments for 'probe.set' command");
   EXPECT_EQ(Call({"PROBE.GET", "k", "extra"}).str,
             "ERR wrong number of arguments for 'probe.get' command");
   // RedisModule_WrongArity: an option without its value.
@@ -173,11 +172,13 @@ TEST_F(ProbeTest, MapDowngradesToFlatArrayInResp2) {
 }
 
 TEST_F(ProbeTest, ContextFlagsClientIdAndClocks) {
-  constexpr long long kMaster = 1 << 2, kSlave = 1 << 3, kCluster = 1 << 5, kMulti = 1 << 1,
-                      kMaxmemory = 1 << 8, kOom = 1 << 10, kResp3 = 1 << 22;
+  constexpr long long kMulti = 1 << 1, kMaster = 1 << 2, kSlave = 1 << 3, kCluster = 1 << 5,
+                      kLua = 1 << 0, kAof = 1 << 6, kRdb = 1 << 7, kMaxmemory = 1 << 8,
+                      kEvict = 1 << 9, kOom = 1 << 10, kOomWarning = 1 << 11,
+                      kDenyBlocking = 1 << 21, kResp3 = 1 << 22;
   const long long flags = Call({"PROBE.CTX"}).integer;
   EXPECT_TRUE(flags & kMaster);
-  EXPECT_FALSE(flags & (kSlave | kCluster | kMulti | kOom | kResp3));
+  EXPECT_FALSE(flags & (kSlave | kCluster | kMulti | kLua | kAof | kRdb | kOom | kResp3));
 
   auto client = server_.Connect();
   EXPECT_EQ(client->Call({"PROBE.CLIENTID"}).integer, client->Call({"CLIENT", "ID"}).integer);
@@ -185,16 +186,28 @@ TEST_F(ProbeTest, ContextFlagsClientIdAndClocks) {
   ASSERT_EQ(client->Call({"PROBE.CTX"}).str, "QUEUED");
   Reply exec = client->Call({"EXEC"});
   ASSERT_EQ(exec.elements.size(), 1u);
-  EXPECT_TRUE(exec.elements[0].integer & kMulti);
+  EXPECT_EQ(exec.elements[0].integer & (kMulti | kDenyBlocking), kMulti | kDenyBlocking);
+  EXPECT_EQ(Call({"EVAL", "return redis.call('PROBE.CTX')", "0"}).integer & (kLua | kDenyBlocking),
+            kLua | kDenyBlocking);
   ASSERT_EQ(client->Call({"HELLO", "3"}).type, '%');
   EXPECT_TRUE(client->Call({"PROBE.CTX"}).integer & kResp3);
 
-  // Over maxmemory: the OOM flag, and "deny-oom" makes the server refuse PROBE.SET.
+  // Persistence settings show up at once.
+  ASSERT_EQ(Call({"CONFIG", "SET", "appendonly", "yes"}).str, "OK");
+  ASSERT_EQ(Call({"CONFIG", "SET", "save", "3600 1"}).str, "OK");
+  EXPECT_EQ(Call({"PROBE.CTX"}).integer & (kAof | kRdb), kAof | kRdb);
+
+  // Over maxmemory: the OOM flags, and "deny-oom" makes the server refuse PROBE.SET.
+  ASSERT_EQ(Call({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}).str, "OK");
   ASSERT_EQ(Call({"CONFIG", "SET", "maxmemory", "1"}).str, "OK");
-  EXPECT_EQ(Call({"PROBE.CTX"}).integer & (kMaxmemory | kOom), kMaxmemory | kOom);
+  EXPECT_EQ(Call({"PROBE.CTX"}).integer & (kMaxmemory | kEvict | kOom | kOomWarning),
+            kMaxmemory | kEvict | kOom | kOomWarning);
+  ASSERT_EQ(Call({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).str, "OK");
   EXPECT_EQ(Call({"PROBE.SET", "k", "v"}).str,
             "OOM command not allowed when used memory > 'maxmemory'.");
   ASSERT_EQ(Call({"CONFIG", "SET", "maxmemory", "0"}).str, "OK");
+  EXPECT_EQ(ProbeStat(server_, "set_replicated"), 0);
+  EXPECT_EQ(ProbeStat(server_, "set_loading"), 0);
 
   Reply time = Call({"TIME"});
   const long long server_ms =
@@ -272,16 +285,15 @@ TEST_F(ProbeTest, CommandInfoShowsTheKeySpecs) {
   EXPECT_TRUE(Mentions(*del_spec.Get("flags"), "RM"));
   EXPECT_TRUE(Mentions(*del_spec.Get("flags"), "delete"));
 
-  EXPECT_EQ(Call({"COMMAND", "GETKEYS", "probe.set", "key1", "v", "PX", "5"}).elements.size(),
-            1u);
+  EXPECT_EQ(Call({"COMMAND", "GETKEYS", "probe.set", "key1", "v", "PX", "5"}).elements.size(), 1u);
   EXPECT_EQ(Call({"COMMAND", "GETKEYS", "probe.set", "key1", "v"}).elements[0].str, "key1");
   // The getkeys-api command: the module's KeyAtPos answers.
   Reply two = Call({"COMMAND", "GETKEYS", "probe.two", "a", "b"});
   ASSERT_EQ(two.elements.size(), 2u);
   EXPECT_EQ(two.elements[0].str, "a");
   EXPECT_EQ(two.elements[1].str, "b");
-  EXPECT_TRUE(Mentions(Call({"COMMAND", "INFO", "probe.two"}).elements[0].elements[2],
-                       "movablekeys"));
+  EXPECT_TRUE(
+      Mentions(Call({"COMMAND", "INFO", "probe.two"}).elements[0].elements[2], "movablekeys"));
 
   // The container and its subcommands.
   Reply conf = Call({"COMMAND", "INFO", "probe.conf"}).elements[0];
@@ -323,7 +335,7 @@ TEST_F(ProbeTest, AclReadOnlyKeyPatternsFollowTheKeySpecFlags) {
   ASSERT_EQ(Call({"ACL", "SETUSER", "reader", "on", "nopass", "%R~*", "+@all"}).str, "OK");
   auto reader = server_.Connect();
   ASSERT_EQ(reader->Call({"AUTH", "reader", "any"}).str, "OK");
-  EXPECT_EQ(reader->Call({"PROBE.GET", "k"}).str, "v");             // RO key spec
+  EXPECT_EQ(reader->Call({"PROBE.GET", "k"}).str, "v");              // RO key spec
   EXPECT_EQ(reader->Call({"PROBE.META", "k"}).elements.size(), 4u);  // RO key spec
   const std::string noperm =
       "NOPERM this user has no permissions to access one of the keys used as arguments";

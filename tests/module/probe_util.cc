@@ -65,11 +65,21 @@ std::string ReadAofFiles(const std::string& dir) {
   return all;
 }
 
-std::string ReadAofBase(const std::string& dir) {
-  for (const auto& file : AofFiles(dir)) {
-    if (file.filename().string().find(".base.") != std::string::npos) return Slurp(file);
+std::string AofBaseName(const std::string& dir) {
+  // Manifest lines: "file <name> seq <n> type <b|h|i>"; b = the current base.
+  std::istringstream manifest(Slurp(dir + "/appendonlydir/appendonly.aof.manifest"));
+  std::string line;
+  while (std::getline(manifest, line)) {
+    std::istringstream fields(line);
+    std::string file, name, seq, n, type, kind;
+    if (fields >> file >> name >> seq >> n >> type >> kind && kind == "b") return name;
   }
   return "";
+}
+
+std::string ReadAofBase(const std::string& dir) {
+  const std::string name = AofBaseName(dir);
+  return name.empty() ? "" : Slurp(dir + "/appendonlydir/" + name);
 }
 
 }  // namespace rl::test

@@ -25,7 +25,9 @@ std::string WithDumpChecksum(std::string payload);
 
 // Everything under DIR/appendonlydir (manifest, base and incremental files), concatenated.
 std::string ReadAofFiles(const std::string& dir);
-// The base file's bytes only (RDB preamble or commands).
+// The current base file's name per the manifest ("appendonly.aof.2.base.rdb"), and its bytes
+// (an RDB preamble or commands).
+std::string AofBaseName(const std::string& dir);
 std::string ReadAofBase(const std::string& dir);
 
 }  // namespace rl::test

@@ -36,6 +36,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 std::string LastLines(const std::string& text, size_t lines) {
+  if (text.empty()) return text;
   size_t pos = text.size();
   for (size_t found = 0; pos > 0 && found <= lines;) {
     pos = text.rfind('\n', pos - 1);
@@ -45,7 +46,9 @@ std::string LastLines(const std::string& text, size_t lines) {
   return text.substr(pos + 1);
 }
 
-bool Executable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+bool Executable(const std::string& path) {
+  return !path.empty() && ::access(path.c_str(), X_OK) == 0;
+}
 
 // "field:value" lines of an INFO reply.
 std::string InfoValue(const std::string& info, const std::string& field) {
@@ -77,8 +80,12 @@ bool KeepDirs() {
   return keep != nullptr && std::string(keep) == "1";
 }
 
+// The running test failed, or (for servers shared by a suite and destroyed in its teardown)
+// a test of the running suite did.
 bool CurrentTestFailed() {
-  return ::testing::Test::HasFailure() || ::testing::UnitTest::GetInstance()->Failed();
+  const ::testing::UnitTest* unit = ::testing::UnitTest::GetInstance();
+  if (unit->current_test_info() != nullptr) return ::testing::Test::HasFailure();
+  return unit->current_test_suite() != nullptr && unit->current_test_suite()->Failed();
 }
 
 }  // namespace
@@ -170,12 +177,12 @@ RedisServer::~RedisServer() {
       },
       seconds(20), milliseconds(20));
   if (!running()) {
-    return ::testing::AssertionFailure()
-           << Describe() << " exited during start\n" << LogTail();
+    return ::testing::AssertionFailure() << Describe() << " exited during start\n" << LogTail();
   }
   if (!up) {
     return ::testing::AssertionFailure()
-           << Describe() << " did not answer PING (last: " << last << ")\n" << LogTail();
+           << Describe() << " did not answer PING (last: " << last << ")\n"
+           << LogTail();
   }
   return ::testing::AssertionSuccess();
 }
@@ -186,22 +193,22 @@ RedisServer::~RedisServer() {
   {
     RespClient client(port_, 2000);
     // NOW: do not wait for lagging replicas (shutdown-timeout); the reply only comes on failure.
-    Reply reply = client.Call(
-        {"SHUTDOWN", mode == Shutdown::kSave ? "SAVE" : "NOSAVE", "NOW"});
+    Reply reply = client.Call({"SHUTDOWN", mode == Shutdown::kSave ? "SAVE" : "NOSAVE", "NOW"});
     if (reply.is_error()) {
       process_.Terminate(seconds(5));
       return ::testing::AssertionFailure()
-             << Describe() << " refused SHUTDOWN: " << reply.str << "\n" << LogTail();
+             << Describe() << " refused SHUTDOWN: " << reply.str << "\n"
+             << LogTail();
     }
   }
   if (std::optional<int> status = process_.Wait(timeout)) {
     if (*status == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << Describe() << " exited with status " << *status << "\n" << LogTail();
+    return ::testing::AssertionFailure() << Describe() << " exited with status " << *status << "\n"
+                                         << LogTail();
   }
   process_.Terminate(seconds(5));
-  return ::testing::AssertionFailure()
-         << Describe() << " did not exit after SHUTDOWN; killed\n" << LogTail();
+  return ::testing::AssertionFailure() << Describe() << " did not exit after SHUTDOWN; killed\n"
+                                       << LogTail();
 }
 
 void RedisServer::Kill9() {
@@ -265,22 +272,20 @@ std::string RedisServer::InfoField(const std::string& section, const std::string
       [&] {
         return replica.InfoField("replication", "master_link_status") == "up" &&
                replica.InfoField("replication", "master_sync_in_progress") == "0" &&
-               master.InfoField("replication", "slave0").find("state=online") !=
-                   std::string::npos;
+               master.InfoField("replication", "slave0").find("state=online") != std::string::npos;
       },
       seconds(20));
   if (!linked) {
-    return ::testing::AssertionFailure()
-           << "replica " << replica.Describe() << " did not sync\n"
-           << replica.LogTail() << "\nmaster:\n" << master.LogTail();
+    return ::testing::AssertionFailure() << "replica " << replica.Describe() << " did not sync\n"
+                                         << replica.LogTail() << "\nmaster:\n"
+                                         << master.LogTail();
   }
   return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult WaitForReplicas(RedisServer& master, int replicas,
                                            milliseconds timeout) {
-  Reply reply = master.Call(
-      {"WAIT", std::to_string(replicas), std::to_string(timeout.count())});
+  Reply reply = master.Call({"WAIT", std::to_string(replicas), std::to_string(timeout.count())});
   if (reply.type == ':' && reply.integer >= replicas) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "WAIT " << replicas << " answered " << reply.type << reply.integer << reply.str;
@@ -296,8 +301,9 @@ std::string RedisServer::InfoField(const std::string& section, const std::string
 // Cluster
 
 std::vector<int> FreeClusterPorts(int count) {
-  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
-                   static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::mt19937 rng(
+      static_cast<unsigned>(::getpid()) ^
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uniform_int_distribution<int> pick(20000, 45000);
   std::vector<int> ports;
   for (int attempt = 0; attempt < 1000 && static_cast<int>(ports.size()) < count; ++attempt) {
@@ -317,12 +323,15 @@ RedisCluster::RedisCluster(RedisOptions options, int masters, int replicas_per_m
       .With("cluster-config-file nodes.conf")
       .With("cluster-node-timeout " + std::to_string(node_timeout.count()))
       // Any replica may be promoted, however long it was disconnected: tests kill masters.
-      .With("cluster-replica-validity-factor 0");
+      .With("cluster-replica-validity-factor 0")
+      // CLUSTER SLOTS lists a replica only once its replication offset is not 0 (Redis 7.0),
+      // and an idle master moves the offset only by pinging its replicas (default every 10 s).
+      .With("repl-ping-replica-period 1");
   const int total = masters * (1 + replicas_per_master);
   std::vector<int> ports = FreeClusterPorts(total);
   for (int i = 0; i < total; ++i) {
-    nodes_.push_back(std::make_unique<RedisServer>(
-        options, i < static_cast<int>(ports.size()) ? ports[i] : 0));
+    nodes_.push_back(
+        std::make_unique<RedisServer>(options, i < static_cast<int>(ports.size()) ? ports[i] : 0));
   }
 }
 
@@ -337,8 +346,8 @@ RedisCluster::~RedisCluster() = default;
     if (auto started = node->Start(); !started) return started;
     create.push_back("127.0.0.1:" + std::to_string(node->port()));
   }
-  create.insert(create.end(), {"--cluster-replicas", std::to_string(replicas_per_master_),
-                               "--cluster-yes"});
+  create.insert(create.end(),
+                {"--cluster-replicas", std::to_string(replicas_per_master_), "--cluster-yes"});
   rl_test::RunResult run = rl_test::Run(create, seconds(60));
   if (run.exit_status != 0) {
     return ::testing::AssertionFailure()
@@ -439,7 +448,7 @@ std::vector<RedisServer*> RedisCluster::ReplicasOf(RedisServer& master, RedisSer
         std::set<std::string> views;
         for (auto& node : nodes_) {
           if (!node->running()) continue;
-          if (node->InfoField("cluster", "cluster_state") != "ok") {
+          if (InfoValue(node->Call({"CLUSTER", "INFO"}).str, "cluster_state") != "ok") {
             problem = node->Describe() + " cluster_state is not ok";
             return false;
           }
@@ -489,8 +498,8 @@ std::vector<RedisServer*> RedisCluster::ReplicasOf(RedisServer& master, RedisSer
     Reply keys = from.Call({"CLUSTER", "GETKEYSINSLOT", s, "100"});
     if (keys.type != '*') return ::testing::AssertionFailure() << "GETKEYSINSLOT: " << keys.str;
     if (keys.elements.empty()) break;
-    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "",
-                                        "0", "10000", "KEYS"};
+    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0",
+                                        "10000",   "KEYS"};
     for (const Reply& key : keys.elements) migrate.push_back(key.str);
     reply = from.Call(migrate);
     if (reply.type != '+') return ::testing::AssertionFailure() << "MIGRATE: " << reply.str;
@@ -521,12 +530,12 @@ std::vector<RedisServer*> RedisCluster::ReplicasOf(RedisServer& master, RedisSer
 ::testing::AssertionResult RedisCluster::Failover(RedisServer& replica) {
   Reply reply = replica.Call({"CLUSTER", "FAILOVER"});
   if (reply.type != '+') return ::testing::AssertionFailure() << "CLUSTER FAILOVER: " << reply.str;
-  const bool promoted = WaitUntil(
-      [&] { return replica.InfoField("replication", "role") == "master"; }, seconds(20),
-      milliseconds(50));
+  const bool promoted =
+      WaitUntil([&] { return replica.InfoField("replication", "role") == "master"; }, seconds(20),
+                milliseconds(50));
   if (!promoted) {
-    return ::testing::AssertionFailure()
-           << replica.Describe() << " was not promoted\n" << replica.LogTail();
+    return ::testing::AssertionFailure() << replica.Describe() << " was not promoted\n"
+                                         << replica.LogTail();
   }
   return WaitHealthy(/*with_replicas=*/true);
 }
@@ -551,8 +560,8 @@ std::vector<RedisServer*> RedisCluster::ReplicasOf(RedisServer& master, RedisSer
       },
       timeout, milliseconds(50));
   if (!done) {
-    return ::testing::AssertionFailure()
-           << "no replica of the killed master was promoted\n" << candidates[0]->LogTail();
+    return ::testing::AssertionFailure() << "no replica of the killed master was promoted\n"
+                                         << candidates[0]->LogTail();
   }
   if (promoted != nullptr) *promoted = winner;
   return WaitHealthy(/*with_replicas=*/false, timeout);

@@ -109,9 +109,8 @@ class RedisServer {
 // sync is done on both sides (bounded).
 ::testing::AssertionResult StartReplication(RedisServer& master, RedisServer& replica);
 // WAIT numreplicas timeout on `master`: true when at least `replicas` acknowledged.
-::testing::AssertionResult WaitForReplicas(RedisServer& master, int replicas,
-                                           std::chrono::milliseconds timeout =
-                                               std::chrono::seconds(5));
+::testing::AssertionResult WaitForReplicas(
+    RedisServer& master, int replicas, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // A master and one replica with the same options, started and linked by Start().
 struct RedisReplicaPair {
@@ -127,8 +126,8 @@ struct ClusterNode {
   int port = 0;
   bool myself = false;
   bool master = false;
-  bool failed = false;  // "fail" (or "fail?" = pfail) flag
-  std::string master_id;  // for replicas
+  bool failed = false;                     // "fail" (or "fail?" = pfail) flag
+  std::string master_id;                   // for replicas
   std::vector<std::pair<int, int>> slots;  // owned ranges, inclusive
 };
 
@@ -161,9 +160,8 @@ class RedisCluster {
 
   // Every running node says cluster_state:ok, agrees on who serves every slot, and (if
   // `with_replicas`) each slot range shows its replicas in CLUSTER SLOTS.
-  ::testing::AssertionResult WaitHealthy(bool with_replicas,
-                                         std::chrono::milliseconds timeout =
-                                             std::chrono::seconds(30));
+  ::testing::AssertionResult WaitHealthy(
+      bool with_replicas, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   // Moves one slot and its keys: CLUSTER SETSLOT IMPORTING on `to`, MIGRATING on `from`,
   // MIGRATE of every key (in batches), then SETSLOT NODE on every master; waits until every
@@ -173,9 +171,9 @@ class RedisCluster {
   ::testing::AssertionResult Failover(RedisServer& replica);
   // kill -9 of `master`; waits until one of its replicas is promoted (*promoted) and every
   // running node says cluster_state:ok.
-  ::testing::AssertionResult KillMaster(RedisServer& master, RedisServer** promoted,
-                                        std::chrono::milliseconds timeout =
-                                            std::chrono::seconds(30));
+  ::testing::AssertionResult KillMaster(
+      RedisServer& master, RedisServer** promoted,
+      std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   // redis-cli [-c] -p <port of `via`> args... (`via` nullptr = the first running node).
   rl_test::RunResult Cli(const std::vector<std::string>& args, bool follow_redirects = true,

@@ -66,8 +66,8 @@ struct SpawnOptions {
     kFile,     // stdout and stderr appended to `output_path`
   };
   Output output = Output::kPipe;
-  std::string output_path;         // for kFile
-  bool stderr_to_stdout = false;   // for kPipe: capture stderr too (otherwise it is the test's)
+  std::string output_path;        // for kFile
+  bool stderr_to_stdout = false;  // for kPipe: capture stderr too (otherwise it is the test's)
 };
 
 class Subprocess {
@@ -87,8 +87,8 @@ class Subprocess {
       return false;
     }
     if (options.output == SpawnOptions::Output::kFile) {
-      file_fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                       0644);
+      file_fd =
+          ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (file_fd < 0) return false;
     }
     // Everything the child touches is prepared before fork: between fork and exec only
