@@ -199,20 +199,24 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
                                     FlagsFor(doc).c_str(), key, key, key) == REDISMODULE_ERR) {
         return false;
       }
-      SetCommandInfo(RedisModule_GetCommand(ctx, doc.name.c_str()), doc);
+      // The info also carries the arity Redis checks before the handler runs.
+      if (!SetCommandInfo(RedisModule_GetCommand(ctx, doc.name.c_str()), doc)) return false;
       continue;
     }
     if (RedisModule_CreateCommand(ctx, doc.name.c_str(), nullptr, "", 0, 0, 0) == REDISMODULE_ERR) {
       return false;
     }
     RedisModuleCommand* parent = RedisModule_GetCommand(ctx, doc.name.c_str());
-    SetCommandInfo(parent, doc);
+    if (!SetCommandInfo(parent, doc)) return false;
     for (const command::CommandDoc& sub : doc.subcommands) {
       const std::string name = sub.name.substr(sub.name.find('|') + 1);
       if (RedisModule_CreateSubcommand(parent, name.c_str(), HandlerFor(sub.name),
                                        FlagsFor(sub).c_str(), 0, 0, 0) == REDISMODULE_ERR) {
         return false;
       }
+      // Without the info Redis checks no arity and `RL.POLICY GET` (no name) would reach the
+      // handler, which reads args[2]. GetCommand finds a subcommand by its full name.
+      if (!SetCommandInfo(RedisModule_GetCommand(ctx, sub.name.c_str()), sub)) return false;
     }
   }
   // What replicas and the AOF receive instead of RL.CHECK (see state_type.h).
@@ -255,18 +259,17 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
                     "rl: this server lacks %s (rl.so needs Redis 7.0 or later)", missing);
     return REDISMODULE_ERR;
   }
-  // Load arguments: POLICIES <file>.
-  for (int i = 0; i < argc; i += 2) {
-    size_t len = 0;
-    const std::string name(RedisModule_StringPtrLen(argv[i], &len), len);
-    if (!rl::EqualsIgnoreCase(name, "POLICIES") || i + 1 >= argc) {
+  // Load arguments: POLICIES <file>. (Views reads each argument's pointer and length in order;
+  // `std::string(StringPtrLen(a, &len), len)` may read len before the call fills it.)
+  const ArgViews load_args = Views(argv, argc);
+  for (size_t i = 0; i < load_args.size(); i += 2) {
+    if (!rl::EqualsIgnoreCase(load_args[i], "POLICIES") || i + 1 >= load_args.size()) {
       RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
                       "rl: unknown load argument '%s' (usage: POLICIES /path/rl.toml)",
-                      rl::EchoToken(name).c_str());
+                      rl::EchoToken(load_args[i]).c_str());
       return REDISMODULE_ERR;
     }
-    const std::string path(RedisModule_StringPtrLen(argv[i + 1], &len), len);
-    if (absl::Status s = Policies().LoadFile(path); !s.ok()) {
+    if (absl::Status s = Policies().LoadFile(std::string(load_args[i + 1])); !s.ok()) {
       RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot load policies: %s",
                       std::string(s.message()).c_str());
       return REDISMODULE_ERR;
