@@ -142,11 +142,17 @@ int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return REDISMODULE_OK;
 }
 
+// Replicated only when a policy was deleted: a call that changes nothing replicates nothing.
 int PolicyDel(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   ModuleSink w(ctx);
   const ArgViews args = Views(argv, argc);
-  command::RunPolicyDel(Policies(), w, args);
-  RedisModule_ReplicateVerbatim(ctx);
+  bool deleted = false;
+  struct Registry {
+    bool* deleted;
+    bool Delete(std::string_view name) { return *deleted = Policies().Delete(name); }
+  } registry{&deleted};
+  command::RunPolicyDel(registry, w, args);
+  if (deleted) RedisModule_ReplicateVerbatim(ctx);
   return REDISMODULE_OK;
 }
 
