@@ -50,6 +50,7 @@ void* RdbLoad(RedisModuleIO* rdb, int encver) {
   char* buf = RedisModule_LoadStringBuffer(rdb, &len);
   if (RedisModule_IsIOError(rdb) || buf == nullptr) {
     if (buf != nullptr) RedisModule_Free(buf);
+    RedisModule_LogIOError(rdb, REDISMODULE_LOGLEVEL_WARNING, "rl: truncated ratelimit value");
     ++g_rejected_loads;
     return nullptr;
   }
