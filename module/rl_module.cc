@@ -1,0 +1,296 @@
+// rl.so: rl's engine as a Redis module. RL.CHECK, RL.PEEK, RL.RESET, RL.POLICY and CL.THROTTLE
+// with rl-server's grammar, replies and errors (the shared command layer, command/), on state
+// held in the Redis key named by the user's key (one key, one hash slot), carried by Redis
+// replication, persistence and Redis Cluster.
+//
+//   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml]
+#include <string>
+
+#include "command_info.h"
+#include "glue.h"
+#include "policies.h"
+#include "redis_module_api.h"
+#include "rl/ascii.h"
+#include "rl/command/commands.h"
+#include "rl/command/docs.h"
+#include "rl/key_state.h"
+#include "state_type.h"
+
+#ifndef RL_VERSION
+#define RL_VERSION "0.0.0"
+#endif
+
+namespace rl::module {
+namespace {
+
+using command::Request;
+using command::ThrottleRequest;
+using command::Verb;
+
+// Counters for INFO rl (module commands run on the main thread; relaxed is plenty).
+struct Counters {
+  uint64_t checks = 0;
+  uint64_t allowed = 0;
+  uint64_t denied = 0;
+  uint64_t shadow_denied = 0;
+  uint64_t writes = 0;
+} g_counters;
+
+// The command layer's Engine over one Redis key: the state of key args[1].
+class KeyEngine {
+ public:
+  KeyEngine(RedisModuleCtx* ctx, RedisModuleString* key) : ctx_(ctx), key_(key) {}
+
+  absl::StatusOr<Decision> Check(const Request& r) {
+    return Consume(r.scope, r.limits, r.cost, r.shadow);
+  }
+  absl::StatusOr<Decision> Peek(const Request& r) {
+    StateKey key(ctx_, key_, REDISMODULE_READ);
+    if (!key.status().ok()) return key.status();
+    return key.state().Peek(r.scope, r.limits, r.cost, Clock().NowMs());
+  }
+  absl::StatusOr<int64_t> Reset(const Request& r) {
+    StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!key.status().ok()) return key.status();
+    const size_t removed = key.state().Reset(r.scope, r.limits);
+    if (removed > 0) {
+      key.Commit(Clock().NowMs());
+      ++g_counters.writes;
+    }
+    return static_cast<int64_t>(removed);
+  }
+  absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
+    return Consume(command::kThrottleScope, absl::MakeConstSpan(&t.limit, 1), t.quantity, false);
+  }
+  int64_t WallNowMs() { return RedisModule_Milliseconds(); }
+
+ private:
+  absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
+                                   int64_t cost, bool shadow) {
+    StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!key.status().ok()) return key.status();
+    const int64_t now = Clock().NowMs();
+    bool changed = false;
+    absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
+    if (!d.ok()) return d;
+    if (changed) {
+      key.Commit(now);
+      ++g_counters.writes;
+    }
+    ++g_counters.checks;
+    if (d->allowed) {
+      ++g_counters.allowed;
+    } else if (shadow) {
+      ++g_counters.shadow_denied;
+    } else {
+      ++g_counters.denied;
+    }
+    return d;
+  }
+
+  RedisModuleCtx* ctx_;
+  RedisModuleString* key_;
+};
+
+command::PolicyLookup Lookup() {
+  return [](std::string_view name) { return Policies().Get(name); };
+}
+
+int Check(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  KeyEngine engine(ctx, argv[1]);
+  command::RunCheck(engine, w, Verb::kCheck, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Peek(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  KeyEngine engine(ctx, argv[1]);
+  command::RunCheck(engine, w, Verb::kPeek, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Reset(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  KeyEngine engine(ctx, argv[1]);
+  command::RunReset(engine, w, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  KeyEngine engine(ctx, argv[1]);
+  command::RunThrottle(engine, w, Views(argv, argc));
+  return REDISMODULE_OK;
+}
+
+// Policy definitions are deterministic, so they replicate (and reach the AOF) as sent.
+int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  const ArgViews args = Views(argv, argc);
+  bool ok = false;
+  struct Registry {
+    bool* ok;
+    absl::Status Set(Policy p) {
+      absl::Status s = Policies().Set(std::move(p));
+      *ok = s.ok();
+      return s;
+    }
+  } registry{&ok};
+  command::RunPolicySet(registry, w, args);
+  if (ok) RedisModule_ReplicateVerbatim(ctx);
+  return REDISMODULE_OK;
+}
+
+// Replicated only when a policy was deleted: a call that changes nothing replicates nothing.
+int PolicyDel(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  const ArgViews args = Views(argv, argc);
+  bool deleted = false;
+  struct Registry {
+    bool* deleted;
+    bool Delete(std::string_view name) { return *deleted = Policies().Delete(name); }
+  } registry{&deleted};
+  command::RunPolicyDel(registry, w, args);
+  if (deleted) RedisModule_ReplicateVerbatim(ctx);
+  return REDISMODULE_OK;
+}
+
+int PolicyGet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  ModuleSink w(ctx);
+  command::RunPolicyGet(Policies(), w, Views(argv, argc));
+  return REDISMODULE_OK;
+}
+
+int PolicyList(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  ModuleSink w(ctx);
+  command::RunPolicyList(Policies(), w);
+  return REDISMODULE_OK;
+}
+
+int PolicyHelp(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  ModuleSink w(ctx);
+  command::RunHelp(w, *command::FindRlCommandDoc("rl.policy"));
+  return REDISMODULE_OK;
+}
+
+RedisModuleCmdFunc HandlerFor(std::string_view name) {
+  static constexpr std::pair<std::string_view, RedisModuleCmdFunc> kHandlers[] = {
+      {"rl.check", Check},           {"rl.peek", Peek},
+      {"rl.reset", Reset},           {"cl.throttle", Throttle},
+      {"rl.policy|set", PolicySet},  {"rl.policy|get", PolicyGet},
+      {"rl.policy|del", PolicyDel},  {"rl.policy|list", PolicyList},
+      {"rl.policy|help", PolicyHelp}};
+  for (const auto& [n, h] : kHandlers) {
+    if (n == name) return h;
+  }
+  return nullptr;
+}
+
+// Redis command flags from the shared rows: every writer is "write deny-oom" (refused with OOM
+// over maxmemory), RL.PEEK is "readonly" (served by replicas in READONLY mode).
+std::string FlagsFor(const command::CommandDoc& doc) {
+  std::string flags;
+  if (doc.flags & command::kDocWrite) flags = "write deny-oom";
+  if (doc.flags & command::kDocReadonly) flags = "readonly";
+  if (doc.flags & command::kDocFast) flags += flags.empty() ? "fast" : " fast";
+  return flags;
+}
+
+bool RegisterCommands(RedisModuleCtx* ctx) {
+  for (const command::CommandDoc& doc : command::RlCommandDocs()) {
+    const int key = doc.first_key;
+    if (doc.subcommands.empty()) {
+      if (RedisModule_CreateCommand(ctx, doc.name.c_str(), HandlerFor(doc.name),
+                                    FlagsFor(doc).c_str(), key, key, key) == REDISMODULE_ERR) {
+        return false;
+      }
+      // The info also carries the arity Redis checks before the handler runs.
+      if (!SetCommandInfo(RedisModule_GetCommand(ctx, doc.name.c_str()), doc)) return false;
+      continue;
+    }
+    if (RedisModule_CreateCommand(ctx, doc.name.c_str(), nullptr, "", 0, 0, 0) == REDISMODULE_ERR) {
+      return false;
+    }
+    RedisModuleCommand* parent = RedisModule_GetCommand(ctx, doc.name.c_str());
+    if (!SetCommandInfo(parent, doc)) return false;
+    for (const command::CommandDoc& sub : doc.subcommands) {
+      const std::string name = sub.name.substr(sub.name.find('|') + 1);
+      if (RedisModule_CreateSubcommand(parent, name.c_str(), HandlerFor(sub.name),
+                                       FlagsFor(sub).c_str(), 0, 0, 0) == REDISMODULE_ERR) {
+        return false;
+      }
+      // Without the info Redis checks no arity and `RL.POLICY GET` (no name) would reach the
+      // handler, which reads args[2]. GetCommand finds a subcommand by its full name.
+      if (!SetCommandInfo(RedisModule_GetCommand(ctx, sub.name.c_str()), sub)) return false;
+    }
+  }
+  // What replicas and the AOF receive instead of RL.CHECK (see state_type.h).
+  return RedisModule_CreateCommand(ctx, "rl.setstate", SetStateCommand, "write deny-oom", 1, 1,
+                                   1) == REDISMODULE_OK;
+}
+
+void Info(RedisModuleInfoCtx* ctx, int) {
+  RedisModule_InfoAddSection(ctx, "");
+  RedisModule_InfoAddFieldCString(ctx, "version", RL_VERSION);
+  RedisModule_InfoAddFieldLongLong(ctx, "checks", static_cast<long long>(g_counters.checks));
+  RedisModule_InfoAddFieldLongLong(ctx, "allowed", static_cast<long long>(g_counters.allowed));
+  RedisModule_InfoAddFieldLongLong(ctx, "denied", static_cast<long long>(g_counters.denied));
+  RedisModule_InfoAddFieldLongLong(ctx, "shadow_denied",
+                                   static_cast<long long>(g_counters.shadow_denied));
+  RedisModule_InfoAddFieldLongLong(ctx, "state_writes", static_cast<long long>(g_counters.writes));
+  RedisModule_InfoAddFieldLongLong(ctx, "policies",
+                                   static_cast<long long>(Policies().List().size()));
+  RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));
+}
+
+}  // namespace
+
+NodeClock& Clock() {
+  static NodeClock clock;
+  return clock;
+}
+
+}  // namespace rl::module
+
+extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx* ctx,
+                                                                         RedisModuleString** argv,
+                                                                         int argc) {
+  using namespace rl::module;
+  if (RedisModule_Init(ctx, "rl", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) {
+    return REDISMODULE_ERR;
+  }
+  if (const char* missing = rl::redis_module::FirstMissingFunction(); missing != nullptr) {
+    RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                    "rl: this server lacks %s (rl.so needs Redis 7.0 or later)", missing);
+    return REDISMODULE_ERR;
+  }
+  // Load arguments: POLICIES <file>. (Views reads each argument's pointer and length in order;
+  // `std::string(StringPtrLen(a, &len), len)` may read len before the call fills it.)
+  const ArgViews load_args = Views(argv, argc);
+  for (size_t i = 0; i < load_args.size(); i += 2) {
+    if (!rl::EqualsIgnoreCase(load_args[i], "POLICIES") || i + 1 >= load_args.size()) {
+      RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                      "rl: unknown load argument '%s' (usage: POLICIES /path/rl.toml)",
+                      rl::EchoToken(load_args[i]).c_str());
+      return REDISMODULE_ERR;
+    }
+    if (absl::Status s = Policies().LoadFile(std::string(load_args[i + 1])); !s.ok()) {
+      RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot load policies: %s",
+                      std::string(s.message()).c_str());
+      return REDISMODULE_ERR;
+    }
+  }
+  Clock().Anchor();
+  // State memory in Redis's allocator: INFO memory, maxmemory and MEMORY USAGE see it.
+  rl::SetStateAllocator({RedisModule_Alloc, RedisModule_Realloc, RedisModule_Free});
+  RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
+  if (!RegisterStateType(ctx) || !RegisterCommands(ctx)) {
+    RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot register type or commands");
+    return REDISMODULE_ERR;
+  }
+  RedisModule_RegisterInfoFunc(ctx, Info);
+  RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE, "rl %s loaded, %zu policies", RL_VERSION,
+                  Policies().List().size());
+  return REDISMODULE_OK;
+}

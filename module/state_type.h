@@ -1,0 +1,59 @@
+// rl.so's native Redis type "ratelimit": the value of one Redis key is an rl::KeyState holding
+// every limit state under that user key. This file registers the type (RDB, AOF rewrite, DUMP/
+// RESTORE/MIGRATE, COPY, MEMORY USAGE, DEBUG DIGEST) and opens keys for the commands.
+//
+// Replication never carries RL.CHECK as sent (a replica's clock would decide differently): a
+// command that changes a state replicates `RL.SETSTATE key <encoded state>` (or DEL when nothing
+// is left), so replicas and the AOF hold exactly the master's state. The key's expiry is always
+// the moment its states become equivalent to fresh.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "redis_module_api.h"
+#include "rl/key_state.h"
+
+namespace rl::module {
+
+// Registers the type (and the policies' aux data, see policies.h). Call once from OnLoad.
+bool RegisterStateType(RedisModuleCtx* ctx);
+
+// One Redis key opened for a command.
+class StateKey {
+ public:
+  // `mode` is REDISMODULE_READ or REDISMODULE_READ | REDISMODULE_WRITE.
+  StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode);
+  ~StateKey();
+  StateKey(const StateKey&) = delete;
+  StateKey& operator=(const StateKey&) = delete;
+
+  // FailedPrecondition("WRONGTYPE ...") when the key holds another type.
+  const absl::Status& status() const { return status_; }
+  // The key's state; an empty one (not yet stored) when the key does not exist.
+  KeyState& state() { return stored_ != nullptr ? *stored_ : fresh_; }
+  const KeyState& state() const { return stored_ != nullptr ? *stored_ : fresh_; }
+
+  // After a change to state(): stores it (a new key), sets the expiry, and replicates
+  // RL.SETSTATE; when no state is left (or all are fresh at `now_ms`), deletes the key and
+  // replicates DEL.
+  void Commit(int64_t now_ms);
+
+ private:
+  RedisModuleCtx* ctx_;
+  RedisModuleString* name_;
+  RedisModuleKey* key_ = nullptr;
+  absl::Status status_;
+  KeyState* stored_ = nullptr;
+  KeyState fresh_;
+};
+
+// RL.SETSTATE key encoded-state: what replicas and the AOF receive. Validates the encoding
+// (a hostile payload is refused, never a crash), stores it with its expiry, replies OK and
+// replicates itself.
+int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+
+// Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.
+uint64_t RejectedLoads();
+
+}  // namespace rl::module

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# phpredis (rawCommand) and Predis (executeRaw) against redis-server with rl.so (port in $1).
+set -euo pipefail
+command -v php >/dev/null || { echo "php not installed"; exit 77; }
+php -m | grep -qi '^redis$' || { echo "php-redis not installed"; exit 77; }
+export RL_PORT=$1
+php -r '
+$port = (int)getenv("RL_PORT");
+$r = new Redis();
+if (!$r->connect("127.0.0.1", $port, 2.0)) { fwrite(STDERR, "connect failed\n"); exit(1); }
+$ok = 0;
+for ($i = 0; $i < 8; $i++) {
+  $reply = $r->rawCommand("RL.CHECK", "php:seed", "GCRA", "5", "1s");
+  if ($reply[0] === 1) $ok++;
+  else if ($reply[3] <= 0) { fwrite(STDERR, "denied without retry-after\n"); exit(1); }
+}
+if ($ok !== 5) { fwrite(STDERR, "phpredis: $ok allowed\n"); exit(1); }
+$cell = $r->rawCommand("CL.THROTTLE", "php:user123", "15", "30", "60");
+if ($cell !== [0, 16, 15, -1, 2]) { fwrite(STDERR, "CL.THROTTLE " . json_encode($cell) . "\n"); exit(1); }
+$h = $r->rawCommand("RL.CHECK", "php:h", "FIXED_WINDOW", "1", "1m", "HEADERS");
+if (count($h) !== 6 || $h[5][0] !== "X-RateLimit-Limit") { fwrite(STDERR, json_encode($h) . "\n"); exit(1); }
+if ($r->rawCommand("RL.CHECK", "php:k", "GCRA", "5", "1s", "COST", "-1") !== false
+    || $r->getLastError() !== "ERR COST must not be negative") {
+  fwrite(STDERR, "error: " . $r->getLastError() . "\n"); exit(1);
+}
+echo "phpredis ok\n";
+'
+if php -r 'exit(stream_resolve_include_path("Predis/autoload.php") ? 0 : 1);'; then
+  php -r '
+require "Predis/autoload.php";
+$c = new Predis\Client(["host" => "127.0.0.1", "port" => (int)getenv("RL_PORT"), "read_write_timeout" => 2]);
+$ok = 0;
+for ($i = 0; $i < 8; $i++) {
+  $reply = $c->executeRaw(["RL.CHECK", "predis:seed", "FIXED_WINDOW", "5", "1s"]);
+  if (!is_array($reply)) { fwrite(STDERR, "Predis error: " . json_encode($reply) . "\n"); exit(1); }
+  if ($reply[0] === 1) $ok++;
+}
+if ($ok !== 5) { fwrite(STDERR, "Predis: $ok allowed\n"); exit(1); }
+$c->executeRaw(["RL.CHECK", "predis:k", "GCRA", "5", "1s", "COST", "-1"], $error);
+if (!$error) { fwrite(STDERR, "Predis: no error flagged\n"); exit(1); }
+echo "Predis ok\n";
+'
+else
+  echo "Predis not installed: skipped"
+fi

@@ -1,0 +1,426 @@
+// One contract, two front ends: the same command sequences against a real rl-server and a real
+// redis-server with rl.so, replies compared. Errors byte for byte; decision fields exactly where
+// time does not enter (allowed, limit, remaining with windows far longer than the run) and within
+// kMsTolerance where it does (retry_after_ms, reset_after_ms, leaky-bucket delays, header
+// seconds). RESP2 and RESP3 (HELLO 3), HEADERS, policies, shadow mode, CL.THROTTLE and every
+// argument error rl-server gives.
+//
+// One difference is by design, not drift: SLIDING_WINDOW's two windows sit on a grid of the
+// node clock's epoch (rl.so: Unix time, so every node and a promoted replica share one grid;
+// rl-server: its steady clock). Its waits differ by that phase, so for commands that name a
+// sliding window only allowed, limit and remaining are compared (windows of an hour or more keep
+// a grid boundary out of the run).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "redis_harness.h"
+#include "rl_util.h"
+#include "server_process.h"
+
+namespace rl::test {
+namespace {
+
+using Cmd = std::vector<std::string>;
+
+// The two servers answer a call a few milliseconds apart (more on a loaded machine); every window
+// below is a minute or longer, so the time-dependent fields may differ by that much only.
+constexpr int64_t kMsTolerance = 500;
+constexpr int64_t kSecondsTolerance = 2;
+
+enum class Kind { kExact, kDecision, kThrottle };
+
+// How far time-dependent fields may differ: kMsTolerance and kSecondsTolerance, or anything for
+// a command whose binding limit may be a sliding window (grid phase, see above).
+struct Tolerance {
+  int64_t ms = kMsTolerance;
+  int64_t seconds = kSecondsTolerance;
+};
+constexpr int64_t kAny = int64_t{1} << 50;
+
+Kind KindOf(const Cmd& cmd) {
+  std::string verb = cmd.empty() ? "" : cmd[0];
+  for (char& ch : verb) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (verb == "RL.CHECK" || verb == "RL.PEEK") return Kind::kDecision;
+  if (verb == "CL.THROTTLE") return Kind::kThrottle;
+  return Kind::kExact;
+}
+
+::testing::AssertionResult Near(int64_t a, int64_t b, int64_t tolerance, const std::string& what) {
+  if (std::llabs(a - b) <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": " << a << " vs " << b;
+}
+
+// `"name";r=42;t=17`: r exact, t within seconds.
+::testing::AssertionResult SameRateLimitField(const std::string& a, const std::string& b,
+                                              const Tolerance& tol) {
+  const size_t ta = a.rfind(";t="), tb = b.rfind(";t=");
+  if (ta == std::string::npos || tb == std::string::npos || a.substr(0, ta) != b.substr(0, tb)) {
+    return ::testing::AssertionFailure() << "RateLimit: " << a << " vs " << b;
+  }
+  return Near(std::stoll(a.substr(ta + 3)), std::stoll(b.substr(tb + 3)), tol.seconds,
+              "RateLimit t");
+}
+
+::testing::AssertionResult SameHeaders(const Reply& a, const Reply& b, const Tolerance& tol) {
+  if (a.type != b.type || a.elements.size() != b.elements.size()) {
+    return ::testing::AssertionFailure() << "headers: " << Show(a) << " vs " << Show(b);
+  }
+  for (size_t i = 0; i + 1 < a.elements.size(); i += 2) {
+    const std::string& name = a.elements[i].str;
+    if (name != b.elements[i].str) {
+      return ::testing::AssertionFailure() << "header names: " << name << " vs "
+                                           << b.elements[i].str;
+    }
+    const std::string& va = a.elements[i + 1].str;
+    const std::string& vb = b.elements[i + 1].str;
+    ::testing::AssertionResult same = ::testing::AssertionSuccess();
+    if (name == "X-RateLimit-Reset" || name == "Retry-After") {
+      same = Near(std::stoll(va), std::stoll(vb), tol.seconds, name);
+    } else if (name == "RateLimit") {
+      same = SameRateLimitField(va, vb, tol);
+    } else if (va != vb) {
+      same = ::testing::AssertionFailure() << name << ": " << va << " vs " << vb;
+    }
+    if (!same) return same;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Field `name` (or position) of a decision: exact, or within the tolerance for times.
+::testing::AssertionResult SameDecisionField(const std::string& name, const Reply& a,
+                                             const Reply& b, const Tolerance& tol) {
+  if (name == "headers") return SameHeaders(a, b, tol);
+  if (a.type != ':' || b.type != ':') {
+    return ::testing::AssertionFailure() << name << ": " << Show(a) << " vs " << Show(b);
+  }
+  if (name == "retry_after_ms" || name == "reset_after_ms") {
+    // -1 ("never") is exact.
+    if ((a.integer < 0) != (b.integer < 0)) {
+      return ::testing::AssertionFailure() << name << ": " << a.integer << " vs " << b.integer;
+    }
+    return Near(a.integer, b.integer, tol.ms, name);
+  }
+  if (a.integer != b.integer) {
+    return ::testing::AssertionFailure() << name << ": " << a.integer << " vs " << b.integer;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult Equivalent(const Reply& a, const Reply& b, Kind kind,
+                                      const Tolerance& tol) {
+  auto differ = [&] {
+    return ::testing::AssertionFailure() << "rl-server " << Show(a) << "\n   rl.so    " << Show(b);
+  };
+  if (a.type != b.type || a.elements.size() != b.elements.size()) return differ();
+  if (a.type == '-' || kind == Kind::kExact || a.type == ':' || a.type == '+' || a.type == '$') {
+    if (Show(a) != Show(b)) return differ();
+    return ::testing::AssertionSuccess();
+  }
+  if (kind == Kind::kThrottle) {
+    for (size_t i = 0; i < a.elements.size(); ++i) {
+      const int64_t x = a.elements[i].integer, y = b.elements[i].integer;
+      const bool timed = i >= 3 && x >= 0 && y >= 0;
+      if (timed ? !Near(x, y, kSecondsTolerance, "") : x != y) return differ();
+    }
+    return ::testing::AssertionSuccess();
+  }
+  static const char* kNames[] = {"allowed", "limit", "remaining", "retry_after_ms",
+                                 "reset_after_ms", "headers"};
+  if (a.type == '%') {
+    for (size_t i = 0; i + 1 < a.elements.size(); i += 2) {
+      if (a.elements[i].str != b.elements[i].str) return differ();
+      if (auto same =
+              SameDecisionField(a.elements[i].str, a.elements[i + 1], b.elements[i + 1], tol);
+          !same) {
+        return differ() << "\n   " << same.message();
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+  for (size_t i = 0; i < a.elements.size() && i < 6; ++i) {
+    if (auto same = SameDecisionField(kNames[i], a.elements[i], b.elements[i], tol); !same) {
+      return differ() << "\n   " << same.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Sliding windows (inline, or policy p2 below) answer with their grid's phase.
+Tolerance ToleranceFor(const Cmd& cmd) {
+  for (const std::string& arg : cmd) {
+    std::string upper = arg;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (upper == "SLIDING_WINDOW" || upper == "P2") return Tolerance{kAny, kAny};
+  }
+  return Tolerance{};
+}
+
+std::string Text(const Cmd& cmd) {
+  std::string out;
+  for (const std::string& arg : cmd) out += (out.empty() ? "" : " ") + arg;
+  return out;
+}
+
+class ParityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+    rl_server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--threads", "1"});
+    ASSERT_GT(rl_server_->port(), 0) << "rl-server did not start";
+    redis_ = std::make_unique<RedisServer>(RlOptions());
+    ASSERT_TRUE(redis_->Start());
+    a_ = std::make_unique<RespClient>(rl_server_->port());
+    b_ = redis_->Connect();
+    ASSERT_TRUE(a_->connected() && b_->connected());
+  }
+  void TearDown() override {
+    if (redis_) {
+      EXPECT_TRUE(redis_->running()) << redis_->LogTail();
+    }
+    if (rl_server_ && rl_server_->port() > 0) {
+      EXPECT_EQ(rl_server_->Terminate(), 0);
+    }
+  }
+
+  // Runs each command on both, in order, and compares; counts the comparisons.
+  void Run(const std::vector<Cmd>& cmds) {
+    for (const Cmd& cmd : cmds) {
+      const Reply a = a_->Call(cmd);
+      const Reply b = b_->Call(cmd);
+      ASSERT_NE(a.type, 'X') << Text(cmd);
+      ASSERT_NE(b.type, 'X') << Text(cmd);
+      EXPECT_TRUE(Equivalent(a, b, KindOf(cmd), ToleranceFor(cmd))) << Text(cmd);
+      ++compared_;
+    }
+  }
+  void Hello3() {
+    ASSERT_EQ(a_->Call({"HELLO", "3"}).type, '%');
+    ASSERT_EQ(b_->Call({"HELLO", "3"}).type, '%');
+  }
+
+  std::unique_ptr<ServerProcess> rl_server_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<RespClient> a_, b_;
+  int compared_ = 0;
+};
+
+const char* const kAlgorithms[] = {"TOKEN_BUCKET",   "GCRA",         "SLIDING_LOG",
+                                   "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET"};
+
+std::vector<Cmd> Decisions() {
+  std::vector<Cmd> cmds;
+  for (const std::string alg : kAlgorithms) {
+    const std::string key = "par:" + alg;
+    const Cmd check = {"RL.CHECK", key, alg, "5", "1h"};
+    for (int i = 0; i < 6; ++i) cmds.push_back(check);
+    cmds.push_back({"RL.PEEK", key, alg, "5", "1h"});
+    cmds.push_back({"RL.PEEK", key, alg, "5", "1h", "COST", "0"});
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1h", "COST", "0"});
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1h", "COST", "6"});
+    cmds.push_back({"RL.RESET", key, alg, "5", "1h"});
+    cmds.push_back({"RL.RESET", key, alg, "5", "1h"});
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1h", "COST", "3", "HEADERS"});
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1h", "COST", "3", "HEADERS"});
+    cmds.push_back({"RL.PEEK", key, alg, "5", "1h", "COST", "2", "HEADERS"});
+    // Another window of the same algorithm is another state; a changed limit reads the old.
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1d"});
+    cmds.push_back({"RL.CHECK", key, alg, "7", "1h"});
+  }
+  const std::vector<Cmd> more = {
+      {"RL.CHECK", "par:burst", "TOKEN_BUCKET", "10", "1m", "BURST", "3"},
+      {"RL.CHECK", "par:burst", "TOKEN_BUCKET", "10", "1m", "BURST", "3", "COST", "2"},
+      {"RL.CHECK", "par:burst", "TOKEN_BUCKET", "10", "1m", "BURST", "3"},
+      {"RL.CHECK", "par:gburst", "GCRA", "10", "1h", "BURST", "20", "COST", "15"},
+      {"RL.CHECK", "par:gburst", "GCRA", "10", "1h", "BURST", "20", "COST", "15"},
+      {"RL.CHECK", "par:leaky", "LEAKY_BUCKET", "2", "1m", "BURST", "4"},
+      {"RL.CHECK", "par:leaky", "LEAKY_BUCKET", "2", "1m", "BURST", "4"},
+      {"RL.CHECK", "par:leaky", "LEAKY_BUCKET", "2", "1m", "BURST", "4", "COST", "2"},
+      {"RL.CHECK", "par:leaky", "LEAKY_BUCKET", "2", "1m", "BURST", "4"},
+      {"RL.CHECK", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h"},
+      {"RL.CHECK", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h"},
+      {"RL.CHECK", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h", "HEADERS"},
+      {"RL.PEEK", "par:multi", "SLIDING_LOG", "100", "1h"},
+      {"RL.RESET", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h", "GCRA",
+       "1", "1h"},
+      {"RL.CHECK", "par:multi2", "SLIDING_WINDOW", "100", "1d", "FIXED_WINDOW", "2", "1h"},
+      {"RL.CHECK", "par:multi2", "SLIDING_WINDOW", "100", "1d", "FIXED_WINDOW", "2", "1h"},
+      {"RL.CHECK", "par:multi2", "SLIDING_WINDOW", "100", "1d", "FIXED_WINDOW", "2", "1h"},
+      {"RL.CHECK", "par:eight", "TOKEN_BUCKET", "9", "1m", "GCRA", "9", "1m", "SLIDING_LOG", "9",
+       "1m", "SLIDING_WINDOW", "9", "1m", "FIXED_WINDOW", "9", "1m", "LEAKY_BUCKET", "9", "1m",
+       "TOKEN_BUCKET", "9", "1h", "GCRA", "9", "1h", "COST", "4"},
+      {"rl.check", "par:case", "token_bucket", "3", "1M", "cost", "1", "headers"},
+      {"RL.CHECK", "par:units", "FIXED_WINDOW", "3", "86400000"},
+      {"RL.CHECK", "par:units", "FIXED_WINDOW", "3", "1d"},
+      {"RL.CHECK", "par:units", "SLIDING_LOG", "3", "60s"},
+      {"RL.CHECK", "par:units", "SLIDING_LOG", "3", "1m"},
+      {"RL.CHECK", "", "GCRA", "3", "1m"},
+      // The largest values (refill of 3.5 per ms: one call each, on fresh keys).
+      {"RL.CHECK", "par:big1", "GCRA", "1099511627776", "3650d", "COST", "1099511627776"},
+      {"RL.CHECK", "par:big2", "TOKEN_BUCKET", "1099511627776", "3650d", "COST",
+       "1099511627777"},
+  };
+  cmds.insert(cmds.end(), more.begin(), more.end());
+  return cmds;
+}
+
+std::vector<Cmd> Policies() {
+  return {
+      {"RL.POLICY", "SET", "p1", "TOKEN_BUCKET", "3", "1m"},
+      {"RL.POLICY", "SET", "p2", "SLIDING_WINDOW", "100", "1h", "FIXED_WINDOW", "5000", "1d",
+       "FAIL_CLOSED"},
+      {"RL.POLICY", "SET", "p3", "FIXED_WINDOW", "1", "1m", "SHADOW"},
+      {"rl.policy", "set", "p4", "gcra", "10", "60s", "burst", "10", "fail_open"},
+      {"RL.POLICY", "GET", "p1"},
+      {"RL.POLICY", "GET", "p2"},
+      {"RL.POLICY", "GET", "p4"},
+      {"RL.POLICY", "GET", "nope"},
+      {"RL.POLICY", "LIST"},
+      {"RL.CHECK", "u", "POLICY", "p1"},
+      {"RL.CHECK", "u", "POLICY", "p1", "COST", "2", "HEADERS"},
+      {"RL.CHECK", "u", "POLICY", "p1"},
+      {"RL.PEEK", "u", "POLICY", "p1", "HEADERS"},
+      // The caller's definition under the policy's state (rl::RemoteLimiter's inline mode).
+      {"RL.PEEK", "u", "POLICY", "p1", "TOKEN_BUCKET", "3", "1m"},
+      {"RL.CHECK", "u", "POLICY", "unstored", "GCRA", "5", "1m", "HEADERS"},
+      {"RL.CHECK", "u", "TOKEN_BUCKET", "3", "1m"},
+      {"RL.RESET", "u", "POLICY", "p1"},
+      {"RL.RESET", "u", "POLICY", "p1"},
+      {"RL.CHECK", "u", "POLICY", "p2", "HEADERS"},
+      {"RL.CHECK", "s", "POLICY", "p3"},
+      {"RL.CHECK", "s", "POLICY", "p3", "HEADERS"},
+      {"RL.CHECK", "s", "POLICY", "p3"},
+      {"RL.POLICY", "DEL", "p1"},
+      {"RL.POLICY", "DEL", "p1"},
+      {"RL.CHECK", "u", "POLICY", "p1"},
+      {"RL.POLICY", "LIST"},
+      {"RL.POLICY", "HELP"},
+  };
+}
+
+std::vector<Cmd> Throttles() {
+  std::vector<Cmd> cmds = {
+      {"CL.THROTTLE", "user123", "15", "30", "60"},
+      {"CL.THROTTLE", "user123", "15", "30", "60", "1"},
+      {"CL.THROTTLE", "user123", "15", "30", "60", "0"},
+      {"CL.THROTTLE", "user123", "15", "30", "60", "20"},
+      {"CL.THROTTLE", "cell", "4", "1", "60", "6"},
+  };
+  for (int i = 0; i < 6; ++i) cmds.push_back({"CL.THROTTLE", "cell", "4", "1", "60"});
+  cmds.push_back({"CL.THROTTLE", "zero", "0", "1", "60"});
+  cmds.push_back({"CL.THROTTLE", "zero", "0", "1", "60"});
+  return cmds;
+}
+
+// Every argument error of the contract (command/src/request.cc, core/src/limit.cc) and the
+// arity errors the command table gives.
+std::vector<Cmd> Errors() {
+  const std::string big = "1099511627777";
+  return {
+      {"RL.CHECK", "k"},
+      {"RL.CHECK", "k", "GCRA"},
+      {"RL.PEEK", "k"},
+      {"RL.RESET", "k"},
+      {"RL.CHECK", "k", "GCRA", "5"},
+      {"RL.CHECK", "k", "NOPE", "5", "1s"},
+      {"RL.CHECK", "k", "5", "GCRA", "1s"},
+      {"RL.CHECK", "k", "GCRA", "0", "1s"},
+      {"RL.CHECK", "k", "GCRA", "-5", "1s"},
+      {"RL.CHECK", "k", "GCRA", "x", "1s"},
+      {"RL.CHECK", "k", "GCRA", big, "1s"},
+      {"RL.CHECK", "k", "GCRA", "99999999999999999999999", "1s"},
+      {"RL.CHECK", "k", "GCRA", "5", "0"},
+      {"RL.CHECK", "k", "GCRA", "5", "0s"},
+      {"RL.CHECK", "k", "GCRA", "5", "1y"},
+      {"RL.CHECK", "k", "GCRA", "5", "-1s"},
+      {"RL.CHECK", "k", "GCRA", "5", "s"},
+      {"RL.CHECK", "k", "GCRA", "5", "3651d"},
+      {"RL.CHECK", "k", "GCRA", "5", "99999999999999999999ms"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "BURST"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "BURST", "0"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "BURST", big},
+      {"RL.CHECK", "k", "FIXED_WINDOW", "5", "1s", "BURST", "3"},
+      {"RL.CHECK", "k", "SLIDING_LOG", "5", "1s", "BURST", "3"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "GCRA", "6", "1000ms"},
+      {"RL.CHECK", "k", "GCRA", "1", "1s", "GCRA", "1", "2s", "GCRA", "1", "3s", "GCRA", "1",
+       "4s", "GCRA", "1", "5s", "GCRA", "1", "6s", "GCRA", "1", "7s", "GCRA", "1", "8s", "GCRA",
+       "1", "9s"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "COST"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "-1"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "x"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "1.5"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "9223372036854775808"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "1", "COST", "1"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "HEADERS", "HEADERS"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "BOGUS"},
+      {"RL.CHECK", "k", "GCRA", "5", "1s", "SHADOW"},
+      {"RL.CHECK", "k", "POLICY"},
+      {"RL.CHECK", "k", "POLICY", "nope"},
+      {"RL.CHECK", "k", "POLICY", "nope", "COST", "1"},
+      {"RL.CHECK", "k", "POLICY", "bad\x01name", "GCRA", "5", "1s"},
+      {"RL.CHECK", "k", "POLICY", std::string(200, 'p'), "GCRA", "5", "1s"},
+      {"RL.CHECK", "k", "POLICY", "p", "GCRA", "0", "1s"},
+      {"RL.PEEK", "k", "GCRA", "5", "1s", "COST", "-3"},
+      {"RL.RESET", "k", "GCRA", "5", "1s", "COST", "1"},
+      {"RL.RESET", "k", "GCRA", "5", "1s", "HEADERS"},
+      {"RL.RESET", "k", "POLICY", "nope"},
+      {"RL.CHECK", "k", "\xff\xfe", "5", "1s"},
+      {"RL.CHECK", "k", std::string(100, 'A'), "5", "1s"},
+      {"CL.THROTTLE", "k"},
+      {"CL.THROTTLE", "k", "1", "2"},
+      {"CL.THROTTLE", "k", "1", "2", "3", "4", "5"},
+      {"CL.THROTTLE", "k", "x", "2", "3"},
+      {"CL.THROTTLE", "k", "1", "2", "3", "x"},
+      {"CL.THROTTLE", "k", "-1", "2", "3"},
+      {"CL.THROTTLE", "k", big, "2", "3"},
+      {"CL.THROTTLE", "k", "1", "0", "3"},
+      {"CL.THROTTLE", "k", "1", "2", "0"},
+      {"CL.THROTTLE", "k", "1", big, "3"},
+      {"CL.THROTTLE", "k", "1", "2", "315360001"},
+      {"CL.THROTTLE", "k", "1", "2", "3", "-1"},
+      {"RL.POLICY"},
+      {"RL.POLICY", "NOPE"},
+      {"rl.policy", "nope", "x"},
+      {"RL.POLICY", "SET"},
+      {"RL.POLICY", "SET", "p"},
+      {"RL.POLICY", "SET", "p", "GCRA"},
+      {"RL.POLICY", "SET", "p", "GCRA", "5"},
+      {"RL.POLICY", "SET", "p", "COST", "1"},
+      {"RL.POLICY", "SET", "p", "GCRA", "5", "1s", "SHADOW", "SHADOW"},
+      {"RL.POLICY", "SET", "p", "GCRA", "5", "1s", "FAIL_OPEN", "FAIL_CLOSED"},
+      {"RL.POLICY", "SET", "p", "GCRA", "5", "1s", "FAIL_OPEN", "FAIL_OPEN"},
+      {"RL.POLICY", "SET", "p", "GCRA", "5", "1s", "COST", "1"},
+      {"RL.POLICY", "SET", "p", "SHADOW", "GCRA", "5", "1s"},
+      {"RL.POLICY", "SET", "p", "GCRA", "5", "1s", "GCRA", "5", "1s"},
+      {"RL.POLICY", "SET", "bad name", "GCRA", "5", "1s"},
+      {"RL.POLICY", "SET", std::string(200, 'p'), "GCRA", "5", "1s"},
+      {"RL.POLICY", "GET"},
+      {"RL.POLICY", "GET", "a", "b"},
+      {"RL.POLICY", "DEL"},
+      {"RL.POLICY", "LIST", "x"},
+      {"RL.POLICY", "HELP", "x"},
+      {"RL.POLICY", "GET", "p"},
+  };
+}
+
+TEST_F(ParityTest, Resp2) {
+  Run(Decisions());
+  Run(Policies());
+  Run(Throttles());
+  Run(Errors());
+  std::printf("compared %d replies\n", compared_);
+}
+
+TEST_F(ParityTest, Resp3) {
+  Hello3();
+  Run(Decisions());
+  Run(Policies());
+  Run(Throttles());
+  Run(Errors());
+  std::printf("compared %d replies\n", compared_);
+}
+
+}  // namespace
+}  // namespace rl::test

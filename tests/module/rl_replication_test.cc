@@ -1,0 +1,175 @@
+// rl.so through Redis replication: a full sync carries states and runtime policies; after WAIT,
+// RL.PEEK on the replica answers as on the master (the replica holds the master's state: same
+// DEBUG DIGEST, same expiry), the replica refuses writes but serves RL.PEEK, a call that changes
+// nothing replicates nothing (master_repl_offset unchanged), expiry reaches the replica, and a
+// promoted replica continues the counts (a key at its limit stays denied).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "redis_harness.h"
+#include "rl_util.h"
+
+namespace rl::test {
+namespace {
+
+using Cmd = std::vector<std::string>;
+using std::chrono::seconds;
+
+// The master pings its replicas through the replication stream (moving master_repl_offset)
+// every repl-ping-replica-period seconds; an hour keeps the offset still while we watch it.
+RedisOptions Options() { return RlOptions().With("repl-ping-replica-period 3600"); }
+
+// A PEEK for every key the test writes, by the limits it was written with.
+const std::vector<Cmd>& Peeks() {
+  static const std::vector<Cmd> peeks = {
+      {"RL.PEEK", "early", "FIXED_WINDOW", "3", "1h"},
+      {"RL.PEEK", "early", "POLICY", "pre"},
+      {"RL.PEEK", "tb", "TOKEN_BUCKET", "5", "1h"},
+      {"RL.PEEK", "gcra", "GCRA", "5", "1h", "BURST", "7"},
+      {"RL.PEEK", "log", "SLIDING_LOG", "5", "1h"},
+      {"RL.PEEK", "sw", "SLIDING_WINDOW", "5", "1h"},
+      {"RL.PEEK", "fw", "FIXED_WINDOW", "5", "1h"},
+      {"RL.PEEK", "lb", "LEAKY_BUCKET", "5", "1h"},
+      {"RL.PEEK", "multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1d"},
+      {"RL.PEEK", "pol", "POLICY", "live"},
+      {"RL.PEEK", "reset", "GCRA", "5", "1h"},
+  };
+  return peeks;
+}
+
+// Equal decisions: exact but for the times, which may move by the few ms between the calls.
+::testing::AssertionResult SameDecision(const Reply& a, const Reply& b) {
+  const std::vector<int64_t> x = DecisionOf(a), y = DecisionOf(b);
+  if (x.empty() || y.empty() || x[0] != y[0] || x[1] != y[1] || x[2] != y[2] ||
+      std::llabs(x[3] - y[3]) > 1000 || std::llabs(x[4] - y[4]) > 1000) {
+    return ::testing::AssertionFailure() << Show(a) << " vs " << Show(b);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+long long Offset(RedisServer& master) {
+  return std::stoll(master.InfoField("replication", "master_repl_offset"));
+}
+
+TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(Options());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+
+  // Before the link: reaches the replica through the full sync's RDB (value and aux data).
+  ASSERT_EQ(master.Call({"RL.POLICY", "SET", "pre", "GCRA", "10", "1h"}).str, "OK");
+  for (int i = 0; i < 4; ++i) master.Call({"RL.CHECK", "early", "FIXED_WINDOW", "3", "1h"});
+  master.Call({"RL.CHECK", "early", "POLICY", "pre", "COST", "4"});
+  ASSERT_TRUE(StartReplication(master, replica));
+
+  // After the link: the effects of each command.
+  ASSERT_EQ(master.Call({"RL.POLICY", "SET", "live", "SLIDING_LOG", "3", "1h", "TOKEN_BUCKET",
+                         "10", "1d"})
+                .str,
+            "OK");
+  for (int i = 0; i < 3; ++i) {
+    master.Call({"RL.CHECK", "tb", "TOKEN_BUCKET", "5", "1h", "COST", "2"});
+    master.Call({"RL.CHECK", "gcra", "GCRA", "5", "1h", "BURST", "7"});
+    master.Call({"RL.CHECK", "log", "SLIDING_LOG", "5", "1h"});
+    master.Call({"RL.CHECK", "sw", "SLIDING_WINDOW", "5", "1h"});
+    master.Call({"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "2"});
+    master.Call({"RL.CHECK", "lb", "LEAKY_BUCKET", "5", "1h"});
+    master.Call({"RL.CHECK", "multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1d"});
+    master.Call({"RL.CHECK", "pol", "POLICY", "live"});
+    master.Call({"CL.THROTTLE", "cell", "2", "1", "3600"});
+  }
+  master.Call({"RL.CHECK", "reset", "GCRA", "5", "1h"});
+  ASSERT_EQ(master.Call({"RL.RESET", "reset", "GCRA", "5", "1h"}).integer, 1);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+
+  for (const Cmd& peek : Peeks()) {
+    EXPECT_TRUE(SameDecision(master.Call(peek), replica.Call(peek))) << peek[1];
+    EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", peek[1]}).elements.at(0).str,
+              master.Call({"DEBUG", "DIGEST-VALUE", peek[1]}).elements.at(0).str)
+        << peek[1];
+    const long long m = master.Call({"PTTL", peek[1]}).integer;
+    const long long r = replica.Call({"PTTL", peek[1]}).integer;
+    EXPECT_NEAR(static_cast<double>(m), static_cast<double>(r), 1000.0) << peek[1];
+  }
+  EXPECT_EQ(replica.Call({"EXISTS", "reset"}).integer, 0) << "RL.RESET's DEL replicated";
+  EXPECT_EQ(replica.Call({"DEBUG", "DIGEST"}).str, master.Call({"DEBUG", "DIGEST"}).str);
+  EXPECT_EQ(replica.Call({"DBSIZE"}).integer, master.Call({"DBSIZE"}).integer);
+  EXPECT_EQ(Show(replica.Call({"RL.POLICY", "LIST"})), Show(master.Call({"RL.POLICY", "LIST"})));
+  EXPECT_EQ(replica.Call({"RL.POLICY", "GET", "pre"}).str, "GCRA 10 1h");
+  // Replicas received state, never the commands: their own clock decides nothing.
+  EXPECT_EQ(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.check"),
+            std::string::npos);
+  EXPECT_NE(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.setstate"),
+            std::string::npos);
+
+  // The replica serves reads and refuses writes before the module runs.
+  const std::string readonly = "READONLY You can't write against a read only replica.";
+  EXPECT_EQ(replica.Call({"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h"}).str, readonly);
+  EXPECT_EQ(replica.Call({"CL.THROTTLE", "cell", "2", "1", "3600"}).str, readonly);
+  EXPECT_EQ(replica.Call({"RL.POLICY", "SET", "x", "GCRA", "1", "1s"}).str, readonly);
+  EXPECT_EQ(replica.Call({"RL.SETSTATE", "fw", "x"}).str, readonly);
+
+  // A call that changes nothing replicates nothing.
+  const long long offset = Offset(master);
+  for (const Cmd& cmd : std::vector<Cmd>{
+           {"RL.CHECK", "early", "FIXED_WINDOW", "3", "1h"},         // denied
+           {"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "0"},
+           {"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "9"},  // never
+           {"RL.CHECK", "nokey", "GCRA", "5", "1h", "COST", "0"},
+           {"RL.PEEK", "fw", "FIXED_WINDOW", "5", "1h"},
+           {"RL.PEEK", "nokey", "GCRA", "5", "1h"},
+           {"CL.THROTTLE", "cell", "2", "1", "3600"},                // at its limit
+           {"RL.RESET", "nokey", "GCRA", "5", "1h"},
+           {"RL.RESET", "fw", "GCRA", "5", "1h"},
+           {"RL.CHECK", "fw", "FIXED_WINDOW", "0", "1h"},           // errors
+           {"RL.POLICY", "DEL", "no-such-policy"},
+           {"RL.POLICY", "SET", "bad", "GCRA", "0", "1h"},
+           {"RL.POLICY", "GET", "live"},
+           {"RL.POLICY", "LIST"}}) {
+    master.Call(cmd);
+    EXPECT_EQ(Offset(master), offset) << "replicated: " << cmd[0] << " " << cmd[1];
+  }
+  // fw has used 4 of 5.
+  EXPECT_EQ(master.Call({"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "2"}).Ints()[0], 0);
+  EXPECT_EQ(Offset(master), offset);
+  ASSERT_EQ(master.Call({"RL.CHECK", "tb", "TOKEN_BUCKET", "5", "1h"}).Ints()[0], 1);
+  EXPECT_GT(Offset(master), offset) << "an allowed check replicates its state";
+
+  // Policies deleted on the master are deleted on the replica.
+  ASSERT_EQ(master.Call({"RL.POLICY", "SET", "tmp", "GCRA", "1", "1h"}).str, "OK");
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_EQ(replica.Call({"RL.POLICY", "GET", "tmp"}).str, "GCRA 1 1h");
+  ASSERT_EQ(master.Call({"RL.POLICY", "DEL", "tmp"}).integer, 1);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(replica.Call({"RL.POLICY", "GET", "tmp"}).is_null());
+
+  // A short-lived state ends on the replica too (the master's expiry DEL).
+  master.Call({"RL.CHECK", "short", "TOKEN_BUCKET", "10", "1s"});
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_GT(replica.Call({"PTTL", "short"}).integer, 0);
+  EXPECT_TRUE(WaitUntil([&] { return replica.Call({"EXISTS", "short"}).integer == 0; },
+                        seconds(10)));
+
+  // Promoted, the former replica continues the counts: the key at its limit stays denied.
+  std::vector<Reply> before;
+  for (const Cmd& peek : Peeks()) before.push_back(master.Call(peek));
+  ASSERT_TRUE(master.Stop());
+  ASSERT_EQ(replica.Call({"REPLICAOF", "NO", "ONE"}).str, "OK");
+  for (size_t i = 0; i < Peeks().size(); ++i) {
+    EXPECT_TRUE(SameDecision(before[i], replica.Call(Peeks()[i]))) << Peeks()[i][1];
+  }
+  Reply denied = replica.Call({"RL.CHECK", "early", "FIXED_WINDOW", "3", "1h"});
+  EXPECT_EQ(denied.Ints()[0], 0) << Show(denied);
+  EXPECT_GT(denied.Ints()[3], 3500 * 1000) << "the master's window, not a fresh one";
+  EXPECT_EQ(replica.Call({"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "2"}).Ints()[0], 0);
+  EXPECT_EQ(replica.Call({"RL.CHECK", "log", "SLIDING_LOG", "5", "1h"}).Ints()[2], 1);
+  EXPECT_EQ(replica.Call({"RL.CHECK", "pol", "POLICY", "live"}).Ints()[0], 0);
+}
+
+}  // namespace
+}  // namespace rl::test
