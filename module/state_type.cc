@@ -146,6 +146,7 @@ void StateKey::Commit(int64_t now_ms) {
     if (stored_ != nullptr) {
       RedisModule_DeleteKey(key_);  // frees the value
       stored_ = nullptr;
+      RedisModule_SignalModifiedKey(ctx_, name_);
       RedisModule_Replicate(ctx_, "DEL", "s", name_);
     }
     return;
@@ -157,6 +158,7 @@ void StateKey::Commit(int64_t now_ms) {
   // Relative to this node's clock: the key expires when its states are fresh, whatever the
   // offset between the anchored clock and the server's wall clock.
   RedisModule_SetExpire(key_, stored_->ExpiryMs() - now_ms);
+  RedisModule_SignalModifiedKey(ctx_, name_);
   ReplicateState(ctx_, name_, *stored_);
 }
 
@@ -187,6 +189,7 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     RedisModule_SetExpire(key, expiry - now);
   }
   RedisModule_CloseKey(key);
+  RedisModule_SignalModifiedKey(ctx, argv[1]);
   RedisModule_ReplicateVerbatim(ctx);
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }

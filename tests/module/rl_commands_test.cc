@@ -493,6 +493,49 @@ TEST_F(RlCommandsTest, OnlyChangesCountAsDirty) {
   EXPECT_EQ(dirty(), after_allowed);
 }
 
+// WATCH (and client tracking) see a key as modified only when its state changed.
+TEST_F(RlCommandsTest, WatchSeesOnlyRealChanges) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.CHECK", "w", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 1);
+  auto transaction_survives = [&](const std::vector<std::string>& cmd) {
+    EXPECT_EQ(c.Call({"WATCH", "w"}).str, "OK");
+    c.Call(cmd);
+    EXPECT_EQ(c.Call({"MULTI"}).str, "OK");
+    EXPECT_EQ(c.Call({"PING"}).str, "QUEUED");
+    return !c.Call({"EXEC"}).is_null();
+  };
+  EXPECT_TRUE(transaction_survives({"RL.CHECK", "w", "FIXED_WINDOW", "1", "1h"})) << "denied";
+  EXPECT_TRUE(transaction_survives({"RL.CHECK", "w", "FIXED_WINDOW", "1", "1h", "COST", "0"}));
+  EXPECT_TRUE(transaction_survives({"RL.PEEK", "w", "FIXED_WINDOW", "1", "1h"}));
+  EXPECT_TRUE(transaction_survives({"RL.RESET", "w", "GCRA", "1", "1h"})) << "nothing to reset";
+  EXPECT_TRUE(transaction_survives({"CL.THROTTLE", "w", "0", "1", "60", "0"}));
+  EXPECT_FALSE(transaction_survives({"RL.CHECK", "w", "GCRA", "5", "1h"})) << "a new state";
+  EXPECT_FALSE(transaction_survives({"RL.RESET", "w", "GCRA", "5", "1h"}));
+  EXPECT_FALSE(transaction_survives({"RL.RESET", "w", "FIXED_WINDOW", "1", "1h"})) << "deleted";
+  EXPECT_EQ(c.Call({"EXISTS", "w"}).integer, 0);
+}
+
+// The key specs make ACL key patterns apply: a user limited to rl:* cannot touch other keys.
+TEST_F(RlCommandsTest, AclKeyPatternsApply) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"ACL", "SETUSER", "limiter", "on", ">pw", "~rl:*", "+rl.check", "+rl.peek",
+                    "+cl.throttle", "+rl.policy|get"})
+                .str,
+            "OK");
+  RespClient u(port());
+  ASSERT_EQ(u.Call({"AUTH", "limiter", "pw"}).str, "OK");
+  EXPECT_EQ(u.Call({"RL.CHECK", "rl:user:1", "GCRA", "5", "1m"}).Ints()[0], 1);
+  EXPECT_EQ(u.Call({"RL.PEEK", "rl:user:1", "GCRA", "5", "1m"}).Ints()[2], 3);
+  const std::string noperm =
+      "NOPERM this user has no permissions to access one of the keys used as arguments";
+  EXPECT_EQ(u.Call({"RL.CHECK", "app:data", "GCRA", "5", "1m"}).str, noperm);
+  EXPECT_EQ(u.Call({"CL.THROTTLE", "app:data", "1", "1", "1"}).str, noperm);
+  EXPECT_EQ(u.Call({"RL.RESET", "rl:user:1", "GCRA", "5", "1m"}).str.rfind("NOPERM", 0), 0u);
+  EXPECT_EQ(u.Call({"RL.POLICY", "SET", "p", "GCRA", "5", "1m"}).str.rfind("NOPERM", 0), 0u);
+  EXPECT_TRUE(u.Call({"RL.POLICY", "GET", "p"}).is_null());
+  EXPECT_EQ(c.Call({"ACL", "DELUSER", "limiter"}).integer, 1);
+}
+
 // Over maxmemory every writer answers Redis's OOM error; reads still work.
 TEST_F(RlCommandsTest, MaxmemoryRefusesWrites) {
   RespClient c(port());
