@@ -436,6 +436,26 @@ TEST_F(RlCommandsTest, MemoryUsageReportsTheValue) {
   std::printf("MEMORY USAGE of a key with one token bucket: %lld bytes\n", one);
 }
 
+// One key holds at most rl::KeyState::kMaxStates (1024) states, all scopes together; a check
+// that would add more is refused and changes nothing. (rl-server has no such per-key bound.)
+TEST_F(RlCommandsTest, AtMost1024StatesPerKey) {
+  RespClient c(port());
+  std::string wire;
+  for (int w = 1; w <= 1024; ++w) {
+    wire += RespClient::Encode({"RL.CHECK", "many", "GCRA", "1", std::to_string(w) + "s"});
+  }
+  ASSERT_TRUE(c.SendRaw(wire));
+  for (int w = 1; w <= 1024; ++w) ASSERT_EQ(c.Read().type, '*') << w;
+  const std::string digest = c.Call({"DEBUG", "DIGEST-VALUE", "many"}).elements.at(0).str;
+  EXPECT_EQ(c.Call({"RL.CHECK", "many", "GCRA", "1", "1025s"}).str,
+            "ERR too many rate-limit states under one key (at most 1024)");
+  EXPECT_EQ(c.Call({"RL.CHECK", "many", "POLICY", "x", "GCRA", "1", "1s"}).str,
+            "ERR too many rate-limit states under one key (at most 1024)");
+  EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "many"}).elements.at(0).str, digest);
+  EXPECT_EQ(c.Call({"RL.CHECK", "many", "GCRA", "1", "1024s"}).Ints()[0], 0) << "existing states";
+  EXPECT_GT(c.Call({"MEMORY", "USAGE", "many"}).integer, 1024 * 40);
+}
+
 // COMMAND metadata: key at position 1, flags, docs (what cluster clients and ACLs read).
 TEST_F(RlCommandsTest, CommandInfoKeysAndFlags) {
   RespClient c(port());
