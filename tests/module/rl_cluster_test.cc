@@ -26,11 +26,13 @@ using Cmd = std::vector<std::string>;
 // passed (within a second: the answers are moments apart).
 ::testing::AssertionResult SameDecision(const Reply& a, const Reply& b, int64_t elapsed_ms = 0) {
   const std::vector<int64_t> x = DecisionOf(a), y = DecisionOf(b);
-  auto later = [&](int64_t wait) { return wait <= 0 ? wait : std::max<int64_t>(0, wait - elapsed_ms); };
+  auto later = [&](int64_t wait) {
+    return wait <= 0 ? wait : std::max<int64_t>(0, wait - elapsed_ms);
+  };
   if (x.empty() || y.empty() || x[0] != y[0] || x[1] != y[1] || x[2] != y[2] ||
       std::llabs(later(x[3]) - y[3]) > 1000 || std::llabs(later(x[4]) - y[4]) > 1000) {
-    return ::testing::AssertionFailure() << Show(a) << " vs " << Show(b) << " " << elapsed_ms
-                                         << " ms later";
+    return ::testing::AssertionFailure()
+           << Show(a) << " vs " << Show(b) << " " << elapsed_ms << " ms later";
   }
   return ::testing::AssertionSuccess();
 }
@@ -105,16 +107,15 @@ class RlClusterTest : public ::testing::Test {
   }
   // `server` now owns `key` and continues its counts: same answers as `before`, the key at its
   // limit denied, the others consuming from where they were.
-  static void ExpectContinues(RedisServer& server, const std::string& key,
-                              const Answers& before) {
+  static void ExpectContinues(RedisServer& server, const std::string& key, const Answers& before) {
     const Answers now = PeekAll(server, key);
     for (size_t i = 0; i < now.replies.size(); ++i) {
       EXPECT_TRUE(SameDecision(before.replies[i], now.replies[i], now.at_ms - before.at_ms))
           << key << " " << Peeks(key)[i][2];
     }
     EXPECT_EQ(Cli({"RL.CHECK", key, "FIXED_WINDOW", "3", "1h"}).at(0), "0") << "still denied";
-    const std::vector<std::string> bucket = Cli({"RL.CHECK", key, "TOKEN_BUCKET", "10", "1h",
-                                                 "COST", "4"});
+    const std::vector<std::string> bucket =
+        Cli({"RL.CHECK", key, "TOKEN_BUCKET", "10", "1h", "COST", "4"});
     EXPECT_EQ(bucket.at(0), "1");
     EXPECT_EQ(bucket.at(2), "2") << "10 - 4 - 4, not a fresh bucket";
     EXPECT_EQ(Cli({"RL.CHECK", key, "SLIDING_LOG", "5", "1h"}).at(2), "2");
@@ -152,18 +153,17 @@ TEST_F(RlClusterTest, RedisCliRoutesByKeyAndKeysSpreadOverMasters) {
   EXPECT_EQ(Cli({"RL.RESET", key, "GCRA", "5", "1h"}), (std::vector<std::string>{"1"}));
   EXPECT_EQ(Cli({"CL.THROTTLE", key, "15", "30", "60"}),
             (std::vector<std::string>{"0", "16", "15", "-1", "2"}));
-  EXPECT_EQ(cluster_->Cli({"RL.CHECK", key, "GCRA", "0", "1h"}).output.rfind(
-                "ERR limit must be a positive integer\n", 0),
+  EXPECT_EQ(cluster_->Cli({"RL.CHECK", key, "GCRA", "0", "1h"})
+                .output.rfind("ERR limit must be a positive integer\n", 0),
             0u);
 }
 
 TEST_F(RlClusterTest, PoliciesReachEveryMasterWithClusterCall) {
   const std::string entry = "127.0.0.1:" + std::to_string(cluster_->node(0).port());
-  rl_test::RunResult run =
-      rl_test::Run({RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api",
-                    "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW", "5000", "1d",
-                    "--cluster-only-masters"},
-                   std::chrono::seconds(30));
+  rl_test::RunResult run = rl_test::Run(
+      {RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api", "SLIDING_WINDOW",
+       "100", "1m", "FIXED_WINDOW", "5000", "1d", "--cluster-only-masters"},
+      std::chrono::seconds(30));
   ASSERT_EQ(run.exit_status, 0) << run.output;
   for (RedisServer* master : cluster_->Masters()) {
     EXPECT_EQ(master->Call({"RL.POLICY", "GET", "api"}).str,
@@ -181,9 +181,9 @@ TEST_F(RlClusterTest, PoliciesReachEveryMasterWithClusterCall) {
   }
   // Without --cluster-only-masters the replicas answer READONLY (the masters replicate it
   // to them anyway): harmless, but noisy.
-  run = rl_test::Run({RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api2",
-                      "GCRA", "1", "1s"},
-                     std::chrono::seconds(30));
+  run = rl_test::Run(
+      {RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api2", "GCRA", "1", "1s"},
+      std::chrono::seconds(30));
   EXPECT_NE(run.output.find("READONLY"), std::string::npos) << run.output;
   for (RedisServer* master : cluster_->Masters()) {
     EXPECT_EQ(master->Call({"RL.POLICY", "DEL", "api2"}).integer, 1);
@@ -209,8 +209,9 @@ TEST_F(RlClusterTest, ReplicaServesPeekAfterReadonly) {
 
 TEST_F(RlClusterTest, RedisPyRedisCluster) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 missing";
-  rl_test::RunResult probe = rl_test::Run(
-      {"/usr/bin/python3", "-c", "from redis.cluster import RedisCluster"}, std::chrono::seconds(20));
+  rl_test::RunResult probe =
+      rl_test::Run({"/usr/bin/python3", "-c", "from redis.cluster import RedisCluster"},
+                   std::chrono::seconds(20));
   if (probe.exit_status != 0) GTEST_SKIP() << "python3-redis with RedisCluster not installed";
   rl_test::RunResult run =
       rl_test::Run({"/usr/bin/python3", std::string(RL_MODULE_CLIENTS_DIR) + "/redis_py_cluster.py",

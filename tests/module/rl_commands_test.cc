@@ -48,8 +48,8 @@ class RlCommandsTest : public ::testing::Test {
   static inline bool started_ = false;
 };
 
-class SeedScenarioTest : public RlCommandsTest, public ::testing::WithParamInterface<const char*> {
-};
+class SeedScenarioTest : public RlCommandsTest,
+                         public ::testing::WithParamInterface<const char*> {};
 
 // Limit 5, 8 parallel clients: exactly 5 allowed, 3 denied with a positive retry-after; another
 // key is unaffected; after the retry-after the next call passes.
@@ -137,8 +137,8 @@ TEST_F(RlCommandsTest, Resp2ArrayAndResp3Map) {
 TEST_F(RlCommandsTest, MultipleLimitsAllOrNothing) {
   RespClient c(port());
   // The second limit (2 per minute) binds; a denial by it consumes nothing from the first.
-  std::vector<std::string> cmd = {"RL.CHECK", "multi", "SLIDING_WINDOW", "100", "1m",
-                                  "FIXED_WINDOW", "2", "1m"};
+  std::vector<std::string> cmd = {
+      "RL.CHECK", "multi", "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW", "2", "1m"};
   EXPECT_EQ(c.Call(cmd).Ints()[0], 1);
   EXPECT_EQ(c.Call(cmd).Ints()[0], 1);
   std::vector<int64_t> denied = c.Call(cmd).Ints();
@@ -212,8 +212,8 @@ TEST_F(RlCommandsTest, Headers) {
 TEST_F(RlCommandsTest, PolicySetGetDelList) {
   RespClient c(port());
   EXPECT_EQ(c.Call({"RL.POLICY", "SET", "p1", "TOKEN_BUCKET", "3", "1m"}).str, "OK");
-  EXPECT_EQ(c.Call({"rl.policy", "set", "p2", "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW",
-                    "5000", "1d"})
+  EXPECT_EQ(c.Call({"rl.policy", "set", "p2", "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW", "5000",
+                    "1d"})
                 .str,
             "OK");
   EXPECT_EQ(c.Call({"RL.POLICY", "GET", "p1"}).str, "TOKEN_BUCKET 3 1m");
@@ -236,7 +236,8 @@ TEST_F(RlCommandsTest, PolicySetGetDelList) {
   EXPECT_EQ(c.Call({"RL.POLICY", "DEL", "p1"}).integer, 1);
   EXPECT_EQ(c.Call({"RL.POLICY", "DEL", "p1"}).integer, 0);
   EXPECT_TRUE(c.Call({"RL.CHECK", "u", "POLICY", "p1"}).is_error());
-  EXPECT_EQ(c.Call({"RL.POLICY", "NOPE"}).str, "ERR unknown subcommand 'NOPE'. Try RL.POLICY HELP.");
+  EXPECT_EQ(c.Call({"RL.POLICY", "NOPE"}).str,
+            "ERR unknown subcommand 'NOPE'. Try RL.POLICY HELP.");
   EXPECT_EQ(c.Call({"RL.POLICY", "GET"}).str,
             "ERR wrong number of arguments for 'rl.policy|get' command");
   Reply help = c.Call({"RL.POLICY", "HELP"});
@@ -325,16 +326,17 @@ TEST_F(RlCommandsTest, PipelinedRepliesInOrder) {
 // ---------------------------------------------------------------------------------------------
 // The Redis key.
 
-constexpr const char* kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
+constexpr const char* kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 TEST_F(RlCommandsTest, OneKeyOfTypeRatelimitAndWrongtype) {
   RespClient c(port());
   // Every state of one user key (inline limits, two policies, CL.THROTTLE) is one Redis key.
   ASSERT_EQ(c.Call({"RL.POLICY", "SET", "a", "GCRA", "5", "1m"}).str, "OK");
   ASSERT_EQ(c.Call({"RL.POLICY", "SET", "b", "SLIDING_LOG", "5", "1m"}).str, "OK");
-  EXPECT_EQ(c.Call({"RL.CHECK", "rl:user:42", "GCRA", "5", "1m", "FIXED_WINDOW", "9", "1h"})
-                .Ints()[0],
-            1);
+  EXPECT_EQ(
+      c.Call({"RL.CHECK", "rl:user:42", "GCRA", "5", "1m", "FIXED_WINDOW", "9", "1h"}).Ints()[0],
+      1);
   EXPECT_EQ(c.Call({"RL.CHECK", "rl:user:42", "POLICY", "a"}).Ints()[0], 1);
   EXPECT_EQ(c.Call({"RL.CHECK", "rl:user:42", "POLICY", "b"}).Ints()[0], 1);
   EXPECT_EQ(c.Call({"CL.THROTTLE", "rl:user:42", "4", "1", "1"}).Ints()[0], 0);
@@ -373,9 +375,9 @@ TEST_F(RlCommandsTest, PttlIsTheTimeUntilFreshAndIdleKeysVanish) {
   struct Case {
     std::vector<std::string> limit;
     int calls;
-  } cases[] = {{{"FIXED_WINDOW", "3", "20s"}, 2},     {{"TOKEN_BUCKET", "10", "30s"}, 4},
-               {{"GCRA", "10", "30s"}, 3},            {{"SLIDING_WINDOW", "5", "20s"}, 2},
-               {{"SLIDING_LOG", "5", "20s"}, 3},      {{"LEAKY_BUCKET", "4", "20s"}, 2}};
+  } cases[] = {{{"FIXED_WINDOW", "3", "20s"}, 2}, {{"TOKEN_BUCKET", "10", "30s"}, 4},
+               {{"GCRA", "10", "30s"}, 3},        {{"SLIDING_WINDOW", "5", "20s"}, 2},
+               {{"SLIDING_LOG", "5", "20s"}, 3},  {{"LEAKY_BUCKET", "4", "20s"}, 2}};
   for (const Case& tc : cases) {
     const std::string key = "ttl:" + tc.limit[0];
     std::vector<std::string> cmd = {"RL.CHECK", key};
@@ -401,9 +403,9 @@ TEST_F(RlCommandsTest, PttlIsTheTimeUntilFreshAndIdleKeysVanish) {
   c.Call({"RL.PEEK", "ttl:none", "GCRA", "1", "1m"});
   EXPECT_EQ(c.Call({"EXISTS", "ttl:none"}).integer, 0);
   // RL.RESET of the last state deletes the key.
-  ASSERT_EQ(c.Call({"RL.RESET", "ttl:multi", "GCRA", "10", "1s", "FIXED_WINDOW", "10", "40s"})
-                .integer,
-            2);
+  ASSERT_EQ(
+      c.Call({"RL.RESET", "ttl:multi", "GCRA", "10", "1s", "FIXED_WINDOW", "10", "40s"}).integer,
+      2);
   EXPECT_EQ(c.Call({"EXISTS", "ttl:multi"}).integer, 0);
 
   // An idle key vanishes by itself (active expiry; nobody touches it).
@@ -580,20 +582,53 @@ TEST_F(RlCommandsTest, MaxmemoryRefusesWrites) {
 
 TEST_F(RlCommandsTest, RandomArgumentsNeverCrash) {
   RespClient c(port());
-  const std::vector<std::string> verbs = {"RL.CHECK", "RL.PEEK", "RL.RESET", "CL.THROTTLE",
-                                          "RL.POLICY", "RL.SETSTATE"};
-  const std::vector<std::string> words = {
-      "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET",
-      "POLICY", "COST", "HEADERS", "BURST", "SHADOW", "FAIL_OPEN", "FAIL_CLOSED", "SET", "GET",
-      "DEL", "LIST", "HELP", "pol", "0", "1", "5", "-1", "1099511627776", "1099511627775",
-      "9223372036854775807", "9223372036854775808", "-9223372036854775808", "1s", "1ms", "10y",
-      "3650d", "3651d", "1m", "x", "", std::string("\0\xff\r\n", 6), std::string(300, 'k')};
+  const std::vector<std::string> verbs = {"RL.CHECK",    "RL.PEEK",   "RL.RESET",
+                                          "CL.THROTTLE", "RL.POLICY", "RL.SETSTATE"};
+  const std::vector<std::string> words = {"TOKEN_BUCKET",
+                                          "GCRA",
+                                          "SLIDING_LOG",
+                                          "SLIDING_WINDOW",
+                                          "FIXED_WINDOW",
+                                          "LEAKY_BUCKET",
+                                          "POLICY",
+                                          "COST",
+                                          "HEADERS",
+                                          "BURST",
+                                          "SHADOW",
+                                          "FAIL_OPEN",
+                                          "FAIL_CLOSED",
+                                          "SET",
+                                          "GET",
+                                          "DEL",
+                                          "LIST",
+                                          "HELP",
+                                          "pol",
+                                          "0",
+                                          "1",
+                                          "5",
+                                          "-1",
+                                          "1099511627776",
+                                          "1099511627775",
+                                          "9223372036854775807",
+                                          "9223372036854775808",
+                                          "-9223372036854775808",
+                                          "1s",
+                                          "1ms",
+                                          "10y",
+                                          "3650d",
+                                          "3651d",
+                                          "1m",
+                                          "x",
+                                          "",
+                                          std::string("\0\xff\r\n", 6),
+                                          std::string(300, 'k')};
   std::mt19937_64 rng(2024);
   int replies = 0;
   for (int batch = 0; batch < 30; ++batch) {
     std::string wire;
     for (int i = 0; i < 100; ++i) {
-      std::vector<std::string> cmd = {verbs[rng() % verbs.size()], "fuzz:" + std::to_string(rng() % 4)};
+      std::vector<std::string> cmd = {verbs[rng() % verbs.size()],
+                                      "fuzz:" + std::to_string(rng() % 4)};
       const size_t n = rng() % 12;
       for (size_t k = 0; k < n; ++k) cmd.push_back(words[rng() % words.size()]);
       wire += RespClient::Encode(cmd);
@@ -640,7 +675,8 @@ TEST_F(RlCommandsTest, ForgedSetStateIsRefusedOrHarmless) {
   const std::string good = EncodeState({gcra, log});
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"", "ERR invalid rate-limit state: truncated header"},
-      {std::string("\x02\x00\x00", 3), "ERR invalid rate-limit state: unsupported encoding version 2"},
+      {std::string("\x02\x00\x00", 3),
+       "ERR invalid rate-limit state: unsupported encoding version 2"},
       {good.substr(0, good.size() - 1), "ERR invalid rate-limit state: truncated log"},
       {good + "x", "ERR invalid rate-limit state: trailing bytes"},
       {dup, "ERR invalid rate-limit state: duplicate state"},
@@ -682,11 +718,12 @@ TEST_F(RlCommandsTest, ForgedSetStateIsRefusedOrHarmless) {
 
   // Hostile but well-formed words and times: every command answers, the server lives.
   std::mt19937_64 rng(11);
-  const int64_t extremes[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, now_ms, now_ms + 1000,
-                              int64_t{1} << 61, INT64_MAX - 1, INT64_MAX};
+  const int64_t extremes[] = {
+      INT64_MIN,        INT64_MIN + 1, -1,       0, 1, now_ms, now_ms + 1000,
+      int64_t{1} << 61, INT64_MAX - 1, INT64_MAX};
   auto pick = [&] { return rng() % 3 ? extremes[rng() % 10] : static_cast<int64_t>(rng()); };
-  const char* algorithms[] = {"TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW",
-                              "FIXED_WINDOW", "LEAKY_BUCKET"};
+  const char* algorithms[] = {"TOKEN_BUCKET",   "GCRA",         "SLIDING_LOG",
+                              "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET"};
   for (int i = 0; i < 300; ++i) {
     EncodedEntry e;
     e.algorithm = static_cast<uint8_t>(rng() % 6);
@@ -761,7 +798,7 @@ TEST(RlLoadTest, BadLoadArgumentsRefuseToStart) {
     ::testing::AssertionResult started = server.Start();
     EXPECT_FALSE(started) << tc.args;
     EXPECT_NE(server.ReadLog().find(tc.log), std::string::npos) << tc.args << "\n"
-                                                                 << server.LogTail();
+                                                                << server.LogTail();
   }
 }
 

@@ -1,8 +1,9 @@
 // rl.so through Redis replication: a full sync carries states and runtime policies; after WAIT,
 // RL.PEEK on the replica answers as on the master (the replica holds the master's state: same
-// DEBUG DIGEST, same expiry; also for checks inside MULTI/EXEC and scripts), the replica refuses writes but serves RL.PEEK, a call that changes
-// nothing replicates nothing (master_repl_offset unchanged), expiry reaches the replica, and a
-// promoted replica continues the counts (a key at its limit stays denied).
+// DEBUG DIGEST, same expiry; also for checks inside MULTI/EXEC and scripts), the replica refuses
+// writes but serves RL.PEEK, a call that changes nothing replicates nothing (master_repl_offset
+// unchanged), expiry reaches the replica, and a promoted replica continues the counts (a key at its
+// limit stays denied).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -68,10 +69,11 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
   ASSERT_TRUE(StartReplication(master, replica));
 
   // After the link: the effects of each command.
-  ASSERT_EQ(master.Call({"RL.POLICY", "SET", "live", "SLIDING_LOG", "3", "1h", "TOKEN_BUCKET",
-                         "10", "1d"})
-                .str,
-            "OK");
+  ASSERT_EQ(
+      master
+          .Call({"RL.POLICY", "SET", "live", "SLIDING_LOG", "3", "1h", "TOKEN_BUCKET", "10", "1d"})
+          .str,
+      "OK");
   for (int i = 0; i < 3; ++i) {
     master.Call({"RL.CHECK", "tb", "TOKEN_BUCKET", "5", "1h", "COST", "2"});
     master.Call({"RL.CHECK", "gcra", "GCRA", "5", "1h", "BURST", "7"});
@@ -117,8 +119,7 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
   EXPECT_EQ(Show(replica.Call({"RL.POLICY", "LIST"})), Show(master.Call({"RL.POLICY", "LIST"})));
   EXPECT_EQ(replica.Call({"RL.POLICY", "GET", "pre"}).str, "GCRA 10 1h");
   // Replicas received state, never the commands: their own clock decides nothing.
-  EXPECT_EQ(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.check"),
-            std::string::npos);
+  EXPECT_EQ(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.check"), std::string::npos);
   EXPECT_NE(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.setstate"),
             std::string::npos);
 
@@ -131,21 +132,21 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
 
   // A call that changes nothing replicates nothing.
   const long long offset = Offset(master);
-  for (const Cmd& cmd : std::vector<Cmd>{
-           {"RL.CHECK", "early", "FIXED_WINDOW", "3", "1h"},         // denied
-           {"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "0"},
-           {"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "9"},  // never
-           {"RL.CHECK", "nokey", "GCRA", "5", "1h", "COST", "0"},
-           {"RL.PEEK", "fw", "FIXED_WINDOW", "5", "1h"},
-           {"RL.PEEK", "nokey", "GCRA", "5", "1h"},
-           {"CL.THROTTLE", "cell", "2", "1", "3600"},                // at its limit
-           {"RL.RESET", "nokey", "GCRA", "5", "1h"},
-           {"RL.RESET", "fw", "GCRA", "5", "1h"},
-           {"RL.CHECK", "fw", "FIXED_WINDOW", "0", "1h"},           // errors
-           {"RL.POLICY", "DEL", "no-such-policy"},
-           {"RL.POLICY", "SET", "bad", "GCRA", "0", "1h"},
-           {"RL.POLICY", "GET", "live"},
-           {"RL.POLICY", "LIST"}}) {
+  for (const Cmd& cmd :
+       std::vector<Cmd>{{"RL.CHECK", "early", "FIXED_WINDOW", "3", "1h"},  // denied
+                        {"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "0"},
+                        {"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "9"},  // never
+                        {"RL.CHECK", "nokey", "GCRA", "5", "1h", "COST", "0"},
+                        {"RL.PEEK", "fw", "FIXED_WINDOW", "5", "1h"},
+                        {"RL.PEEK", "nokey", "GCRA", "5", "1h"},
+                        {"CL.THROTTLE", "cell", "2", "1", "3600"},  // at its limit
+                        {"RL.RESET", "nokey", "GCRA", "5", "1h"},
+                        {"RL.RESET", "fw", "GCRA", "5", "1h"},
+                        {"RL.CHECK", "fw", "FIXED_WINDOW", "0", "1h"},  // errors
+                        {"RL.POLICY", "DEL", "no-such-policy"},
+                        {"RL.POLICY", "SET", "bad", "GCRA", "0", "1h"},
+                        {"RL.POLICY", "GET", "live"},
+                        {"RL.POLICY", "LIST"}}) {
     master.Call(cmd);
     EXPECT_EQ(Offset(master), offset) << "replicated: " << cmd[0] << " " << cmd[1];
   }
@@ -167,8 +168,11 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
   master.Call({"RL.CHECK", "short", "TOKEN_BUCKET", "10", "1s"});
   ASSERT_TRUE(WaitForReplicas(master, 1));
   EXPECT_GT(replica.Call({"PTTL", "short"}).integer, 0);
-  EXPECT_TRUE(WaitUntil([&] { return replica.Call({"EXISTS", "short"}).integer == 0; },
-                        seconds(10)));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return replica.Call({"EXISTS", "short"}).integer == 0;
+      },
+      seconds(10)));
 
   // Promoted, the former replica continues the counts: the key at its limit stays denied.
   std::vector<Reply> before;

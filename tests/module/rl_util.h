@@ -46,8 +46,8 @@ struct EncodedEntry {
   uint8_t algorithm = 0;
   uint64_t window_ms = 1000;
   int64_t expiry_ms = 0;
-  std::vector<int64_t> words;                      // two or three words
-  std::vector<std::pair<int64_t, int64_t>> runs;   // sliding log: (time ms, count)
+  std::vector<int64_t> words;                     // two or three words
+  std::vector<std::pair<int64_t, int64_t>> runs;  // sliding log: (time ms, count)
   bool log = false;
 };
 std::string EncodeState(const std::vector<EncodedEntry>& entries);
