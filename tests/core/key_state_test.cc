@@ -244,8 +244,9 @@ TEST(KeyState, ExtremeStoredWordsAreDefined) {
   auto put = [](std::string* out, uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   };
-  const int64_t extremes[] = {INT64_MIN, INT64_MIN + 1, -(int64_t{1} << 56), -1, 0, 1,
-                              int64_t{1} << 56, (int64_t{62} << 56) | 5, INT64_MAX - 1, INT64_MAX};
+  const int64_t extremes[] = {
+      INT64_MIN,        INT64_MIN + 1,           -(int64_t{1} << 56), -1,       0, 1,
+      int64_t{1} << 56, (int64_t{62} << 56) | 5, INT64_MAX - 1,       INT64_MAX};
   const int64_t windows[] = {1000, kMaxWindowMs};
   const int64_t nows[] = {-1'000'000, 0, 1'800'000'000'000};
   int decoded = 0;
