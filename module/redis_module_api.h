@@ -397,6 +397,8 @@ using RedisModuleInfoFunc = void (*)(RedisModuleInfoCtx* ctx, int for_crash_repo
   X(void, CloseKey, (RedisModuleKey * key))                                                       \
   X(int, KeyType, (RedisModuleKey * key))                                                         \
   X(int, DeleteKey, (RedisModuleKey * key))                                                       \
+  /* With REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED: WATCH/tracking see explicit calls. */   \
+  X(int, SignalModifiedKey, (RedisModuleCtx * ctx, RedisModuleString * keyname))                  \
   X(long long, GetExpire, (RedisModuleKey * key)) /* remaining ms, or NO_EXPIRE */                \
   X(int, SetExpire, (RedisModuleKey * key, long long expire))                                     \
   X(long long, GetAbsExpire, (RedisModuleKey * key)) /* unix ms, or NO_EXPIRE */                  \

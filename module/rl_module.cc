@@ -284,7 +284,10 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   Clock().Anchor();
   // State memory in Redis's allocator: INFO memory, maxmemory and MEMORY USAGE see it.
   rl::SetStateAllocator({RedisModule_Alloc, RedisModule_Realloc, RedisModule_Free});
-  RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
+  // A key opened for writing counts as modified when closed (WATCH aborts, client tracking
+  // invalidates), even when a denied check changed nothing; StateKey signals real changes only.
+  RedisModule_SetModuleOptions(
+      ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS | REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
   if (!RegisterStateType(ctx) || !RegisterCommands(ctx)) {
     RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot register type or commands");
     return REDISMODULE_ERR;

@@ -102,6 +102,14 @@ void ReplicateState(RedisModuleCtx* ctx, RedisModuleString* name, const KeyState
 
 absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRORMSG_WRONGTYPE); }
 
+// The key's TTL for states fresh at `expiry_ms` (> now_ms). Redis adds its wall clock to the
+// TTL, so an absurd expiry (a forged RL.SETSTATE, a GCRA with a burst of 2^40 over ten years)
+// is capped at a century rather than overflowing there.
+int64_t TtlMs(int64_t expiry_ms, int64_t now_ms) {
+  constexpr int64_t kMaxTtlMs = int64_t{100} * 365 * 24 * 3600 * 1000;
+  return expiry_ms - now_ms > kMaxTtlMs ? kMaxTtlMs : expiry_ms - now_ms;
+}
+
 }  // namespace
 
 bool RegisterStateType(RedisModuleCtx* ctx) {
@@ -146,6 +154,7 @@ void StateKey::Commit(int64_t now_ms) {
     if (stored_ != nullptr) {
       RedisModule_DeleteKey(key_);  // frees the value
       stored_ = nullptr;
+      RedisModule_SignalModifiedKey(ctx_, name_);
       RedisModule_Replicate(ctx_, "DEL", "s", name_);
     }
     return;
@@ -156,7 +165,8 @@ void StateKey::Commit(int64_t now_ms) {
   }
   // Relative to this node's clock: the key expires when its states are fresh, whatever the
   // offset between the anchored clock and the server's wall clock.
-  RedisModule_SetExpire(key_, stored_->ExpiryMs() - now_ms);
+  RedisModule_SetExpire(key_, TtlMs(stored_->ExpiryMs(), now_ms));
+  RedisModule_SignalModifiedKey(ctx_, name_);
   ReplicateState(ctx_, name_, *stored_);
 }
 
@@ -184,9 +194,10 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   } else {
     const int64_t expiry = decoded->ExpiryMs();
     RedisModule_ModuleTypeSetValue(key, g_type, NewState(*std::move(decoded)));
-    RedisModule_SetExpire(key, expiry - now);
+    RedisModule_SetExpire(key, TtlMs(expiry, now));
   }
   RedisModule_CloseKey(key);
+  RedisModule_SignalModifiedKey(ctx, argv[1]);
   RedisModule_ReplicateVerbatim(ctx);
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }

@@ -122,13 +122,15 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
     step.state = *state;
     last = std::max(state->a, now_ms);
     units = state->b & kUnitMask;
-    const int old_shift = std::min(62, static_cast<int>(state->b >> kUnitBits));
+    // Clamped both ways: a state from outside (rl.so's RESTORE or RL.SETSTATE) may carry any
+    // bits, and a negative shift is undefined.
+    const int old_shift = static_cast<int>(std::clamp<int64_t>(state->b >> kUnitBits, 0, 62));
     if (old_shift != shift) units = Div(units * d, std::max<int128>(1, w >> old_shift));
     units = std::min(units, full);
     if (units < full) {
       // Clamping the idle time to 2^47 ms (4000 years) keeps elapsed * num within 128 bits.
       const int128 elapsed =
-          std::min<int64_t>(std::max<int64_t>(0, now_ms - state->a), int64_t{1} << 47);
+          std::min<int128>(std::max<int128>(0, int128{now_ms} - state->a), int128{1} << 47);
       const int128 gained = elapsed * num;
       units = gained >= (full - units) * den ? full : units + per(gained);
     }
@@ -245,7 +247,7 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
   r.window_ms = w;
   if (cost > l) {
     r = Never(l, w, l - count, count > 0 ? end_in : 0);
-  } else if (count + cost <= l) {
+  } else if (count <= l - cost) {  // not count + cost: a stored count may be anything
     r.allowed = true;
     if (cost > 0) {
       count += cost;

@@ -237,6 +237,57 @@ TEST(KeyState, DecodeRefusesMalformedInputWithoutCrashing) {
   }
 }
 
+// A decoded state's words come from outside (rl.so's RESTORE and RL.SETSTATE): extreme values
+// must stay defined behaviour in every algorithm (tools/sanitize runs this under UBSan; the
+// random flips above found a negative shift in the token bucket and could miss the others).
+TEST(KeyState, ExtremeStoredWordsAreDefined) {
+  auto put = [](std::string* out, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  const int64_t extremes[] = {
+      INT64_MIN,        INT64_MIN + 1,           -(int64_t{1} << 56), -1,       0, 1,
+      int64_t{1} << 56, (int64_t{62} << 56) | 5, INT64_MAX - 1,       INT64_MAX};
+  const int64_t windows[] = {1000, kMaxWindowMs};
+  const int64_t nows[] = {-1'000'000, 0, 1'800'000'000'000};
+  int decoded = 0;
+  for (uint8_t algorithm : {0, 1, 3, 4, 5}) {
+    const size_t words = algorithm == 3 ? 3 : 2;
+    for (int64_t window : windows) {
+      for (int64_t a : extremes) {
+        for (int64_t b : extremes) {
+          std::string bytes;
+          put(&bytes, 1, 1);  // version
+          put(&bytes, 1, 2);  // one state
+          put(&bytes, 0, 8);  // inline scope
+          put(&bytes, algorithm, 1);
+          put(&bytes, static_cast<uint64_t>(window), 8);
+          put(&bytes, static_cast<uint64_t>(INT64_MAX), 8);  // expiry
+          put(&bytes, static_cast<uint64_t>(a), 8);
+          put(&bytes, static_cast<uint64_t>(b), 8);
+          if (words == 3) put(&bytes, static_cast<uint64_t>(a ^ b), 8);
+          auto state = KeyState::Decode(bytes);
+          ASSERT_TRUE(state.ok()) << state.status();
+          ++decoded;
+          const Algorithm alg = static_cast<Algorithm>(algorithm);
+          const bool burst = alg != Algorithm::kSlidingWindow && alg != Algorithm::kFixedWindow;
+          const Limit limits[] = {L(alg, 5, window), L(alg, kMaxLimit, window),
+                                  L(alg, 1, window, burst ? kMaxLimit : 0)};
+          for (const Limit& limit : limits) {
+            for (int64_t now : nows) {
+              for (int64_t cost : {int64_t{0}, int64_t{1}, int64_t{5}, kMaxLimit}) {
+                bool changed = false;
+                (void)state->Peek("", absl::MakeConstSpan(&limit, 1), cost, now);
+                (void)state->Check("", absl::MakeConstSpan(&limit, 1), cost, now, &changed);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(decoded, 5 * 2 * 10 * 10);
+}
+
 TEST(KeyState, AllocatorHookSeesEveryBlock) {
   static int live = 0;
   StateAllocator counting{[](size_t n) -> void* {

@@ -256,6 +256,9 @@ int SetCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     RedisModule_SetExpire(key, REDISMODULE_NO_EXPIRE);  // ReplaceValue keeps an old TTL
   }
   RedisModule_CloseKey(key);
+  // Closing a written key signals it already; the explicit call (what rl.so makes, with the
+  // implicit signal turned off) must be accepted too. rl.so's WATCH test proves its effect.
+  RedisModule_SignalModifiedKey(ctx, argv[1]);
 
   // The effect, not the command: a replica or the AOF must not read its own clock.
   RedisModuleString* copy = RedisModule_CreateString(ctx, value->data, value->len);

@@ -41,8 +41,8 @@ TEST_F(RlClientsTest, RedisCli) { RunScript({"/bin/bash"}, "redis_cli.sh"); }
 
 TEST_F(RlClientsTest, RedisPy) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 missing";
-  rl_test::RunResult probe = rl_test::Run({"/usr/bin/python3", "-c", "import redis"},
-                                          std::chrono::seconds(20));
+  rl_test::RunResult probe =
+      rl_test::Run({"/usr/bin/python3", "-c", "import redis"}, std::chrono::seconds(20));
   if (probe.exit_status != 0) GTEST_SKIP() << "python3-redis not installed";
   RunScript({"/usr/bin/python3"}, "redis_py.py");
 }

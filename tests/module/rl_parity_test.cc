@@ -71,8 +71,8 @@ Kind KindOf(const Cmd& cmd) {
   for (size_t i = 0; i + 1 < a.elements.size(); i += 2) {
     const std::string& name = a.elements[i].str;
     if (name != b.elements[i].str) {
-      return ::testing::AssertionFailure() << "header names: " << name << " vs "
-                                           << b.elements[i].str;
+      return ::testing::AssertionFailure()
+             << "header names: " << name << " vs " << b.elements[i].str;
     }
     const std::string& va = a.elements[i + 1].str;
     const std::string& vb = b.elements[i + 1].str;
@@ -127,8 +127,8 @@ Kind KindOf(const Cmd& cmd) {
     }
     return ::testing::AssertionSuccess();
   }
-  static const char* kNames[] = {"allowed", "limit", "remaining", "retry_after_ms",
-                                 "reset_after_ms", "headers"};
+  static const char* kNames[] = {"allowed",        "limit",          "remaining",
+                                 "retry_after_ms", "reset_after_ms", "headers"};
   if (a.type == '%') {
     for (size_t i = 0; i + 1 < a.elements.size(); i += 2) {
       if (a.elements[i].str != b.elements[i].str) return differ();
@@ -243,14 +243,16 @@ std::vector<Cmd> Decisions() {
       {"RL.CHECK", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h"},
       {"RL.CHECK", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h", "HEADERS"},
       {"RL.PEEK", "par:multi", "SLIDING_LOG", "100", "1h"},
-      {"RL.RESET", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h", "GCRA",
-       "1", "1h"},
+      {"RL.RESET", "par:multi", "SLIDING_LOG", "100", "1h", "FIXED_WINDOW", "2", "1h", "GCRA", "1",
+       "1h"},
       {"RL.CHECK", "par:multi2", "SLIDING_WINDOW", "100", "1d", "FIXED_WINDOW", "2", "1h"},
       {"RL.CHECK", "par:multi2", "SLIDING_WINDOW", "100", "1d", "FIXED_WINDOW", "2", "1h"},
       {"RL.CHECK", "par:multi2", "SLIDING_WINDOW", "100", "1d", "FIXED_WINDOW", "2", "1h"},
-      {"RL.CHECK", "par:eight", "TOKEN_BUCKET", "9", "1m", "GCRA", "9", "1m", "SLIDING_LOG", "9",
-       "1m", "SLIDING_WINDOW", "9", "1m", "FIXED_WINDOW", "9", "1m", "LEAKY_BUCKET", "9", "1m",
-       "TOKEN_BUCKET", "9", "1h", "GCRA", "9", "1h", "COST", "4"},
+      {"RL.CHECK", "par:eight", "TOKEN_BUCKET", "9", "1m", "GCRA",
+       "9",        "1m",        "SLIDING_LOG",  "9", "1m", "SLIDING_WINDOW",
+       "9",        "1m",        "FIXED_WINDOW", "9", "1m", "LEAKY_BUCKET",
+       "9",        "1m",        "TOKEN_BUCKET", "9", "1h", "GCRA",
+       "9",        "1h",        "COST",         "4"},
       {"rl.check", "par:case", "token_bucket", "3", "1M", "cost", "1", "headers"},
       {"RL.CHECK", "par:units", "FIXED_WINDOW", "3", "86400000"},
       {"RL.CHECK", "par:units", "FIXED_WINDOW", "3", "1d"},
@@ -259,8 +261,7 @@ std::vector<Cmd> Decisions() {
       {"RL.CHECK", "", "GCRA", "3", "1m"},
       // The largest values (refill of 3.5 per ms: one call each, on fresh keys).
       {"RL.CHECK", "par:big1", "GCRA", "1099511627776", "3650d", "COST", "1099511627776"},
-      {"RL.CHECK", "par:big2", "TOKEN_BUCKET", "1099511627776", "3650d", "COST",
-       "1099511627777"},
+      {"RL.CHECK", "par:big2", "TOKEN_BUCKET", "1099511627776", "3650d", "COST", "1099511627777"},
   };
   cmds.insert(cmds.end(), more.begin(), more.end());
   return cmds;
@@ -344,9 +345,9 @@ std::vector<Cmd> Errors() {
       {"RL.CHECK", "k", "FIXED_WINDOW", "5", "1s", "BURST", "3"},
       {"RL.CHECK", "k", "SLIDING_LOG", "5", "1s", "BURST", "3"},
       {"RL.CHECK", "k", "GCRA", "5", "1s", "GCRA", "6", "1000ms"},
-      {"RL.CHECK", "k", "GCRA", "1", "1s", "GCRA", "1", "2s", "GCRA", "1", "3s", "GCRA", "1",
-       "4s", "GCRA", "1", "5s", "GCRA", "1", "6s", "GCRA", "1", "7s", "GCRA", "1", "8s", "GCRA",
-       "1", "9s"},
+      {"RL.CHECK", "k",    "GCRA", "1",    "1s",   "GCRA", "1",    "2s",   "GCRA", "1",
+       "3s",       "GCRA", "1",    "4s",   "GCRA", "1",    "5s",   "GCRA", "1",    "6s",
+       "GCRA",     "1",    "7s",   "GCRA", "1",    "8s",   "GCRA", "1",    "9s"},
       {"RL.CHECK", "k", "GCRA", "5", "1s", "COST"},
       {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "-1"},
       {"RL.CHECK", "k", "GCRA", "5", "1s", "COST", "x"},

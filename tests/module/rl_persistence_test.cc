@@ -32,10 +32,10 @@ void Populate(RedisServer& server) {
           << alg << " " << i;
     }
   }
-  EXPECT_EQ(server.Call({"RL.POLICY", "SET", "rt", "SLIDING_LOG", "2", "1h", "FIXED_WINDOW",
-                         "10", "1d"})
-                .str,
-            "OK");
+  EXPECT_EQ(
+      server.Call({"RL.POLICY", "SET", "rt", "SLIDING_LOG", "2", "1h", "FIXED_WINDOW", "10", "1d"})
+          .str,
+      "OK");
   for (int i = 0; i < 3; ++i) server.Call({"RL.CHECK", "p:rt", "POLICY", "rt"});
   server.Call({"RL.CHECK", "p:file", "POLICY", "filepol", "COST", "3"});
   for (int i = 0; i < 4; ++i) server.Call({"CL.THROTTLE", "p:cell", "2", "1", "3600"});
@@ -44,7 +44,8 @@ void Populate(RedisServer& server) {
 // What a check of each populated key would answer, and that it would be denied.
 std::vector<Cmd> Peeks() {
   std::vector<Cmd> peeks;
-  for (const std::string alg : kAlgorithms) peeks.push_back({"RL.PEEK", "p:" + alg, alg, "5", "1h"});
+  for (const std::string alg : kAlgorithms)
+    peeks.push_back({"RL.PEEK", "p:" + alg, alg, "5", "1h"});
   peeks.push_back({"RL.PEEK", "p:rt", "POLICY", "rt"});
   peeks.push_back({"RL.PEEK", "p:file", "POLICY", "filepol"});
   return peeks;
@@ -157,10 +158,8 @@ TEST_F(RlPersistenceTest, AofAlwaysKeepsCountsAcrossKillNineAndRewrite) {
 // aof_rewrite). States survive; runtime policies do not (Redis 7.0 gives modules no way to put
 // anything but keys into such a base; README documents it). A POLICIES file always works.
 TEST_F(RlPersistenceTest, AofRewriteWithoutPreambleKeepsStates) {
-  RedisServer server(Options()
-                         .With("appendonly yes")
-                         .With("appendfsync always")
-                         .With("aof-use-rdb-preamble no"));
+  RedisServer server(
+      Options().With("appendonly yes").With("appendfsync always").With("aof-use-rdb-preamble no"));
   ASSERT_TRUE(server.Start());
   Populate(server);
   ASSERT_TRUE(Rewrite(server));
@@ -178,10 +177,10 @@ TEST_F(RlPersistenceTest, AofRewriteWithoutPreambleKeepsStates) {
   EXPECT_EQ(server.Call({"RL.POLICY", "GET", "filepol"}).str, "GCRA 10 1h");
   EXPECT_TRUE(server.Call({"RL.POLICY", "GET", "rt"}).is_null()) << "documented limitation";
   // The policy's state is still there: defined again, it continues.
-  ASSERT_EQ(server.Call({"RL.POLICY", "SET", "rt", "SLIDING_LOG", "2", "1h", "FIXED_WINDOW",
-                         "10", "1d"})
-                .str,
-            "OK");
+  ASSERT_EQ(
+      server.Call({"RL.POLICY", "SET", "rt", "SLIDING_LOG", "2", "1h", "FIXED_WINDOW", "10", "1d"})
+          .str,
+      "OK");
   EXPECT_EQ(server.Call({"RL.CHECK", "p:rt", "POLICY", "rt"}).Ints()[0], 0);
 }
 
@@ -219,7 +218,8 @@ TEST_F(RlPersistenceTest, DumpRestoreAndMigrateCarryTheState) {
   Populate(server);
   const Cmd peek = {"RL.PEEK", "p:SLIDING_LOG", "SLIDING_LOG", "5", "1h"};
   const Reply original = server.Call(peek);
-  const std::string digest = server.Call({"DEBUG", "DIGEST-VALUE", "p:SLIDING_LOG"}).elements[0].str;
+  const std::string digest =
+      server.Call({"DEBUG", "DIGEST-VALUE", "p:SLIDING_LOG"}).elements[0].str;
 
   const std::string payload = server.Call({"DUMP", "p:SLIDING_LOG"}).str;
   const std::string pttl = std::to_string(server.Call({"PTTL", "p:SLIDING_LOG"}).integer);
@@ -230,16 +230,16 @@ TEST_F(RlPersistenceTest, DumpRestoreAndMigrateCarryTheState) {
   EXPECT_EQ(server.Call({"RL.CHECK", "copy", "SLIDING_LOG", "5", "1h"}).Ints()[0], 0);
 
   // MIGRATE (what resharding uses) to another server, which serves the same answers.
-  Reply migrated = server.Call({"MIGRATE", "127.0.0.1", std::to_string(other.port()),
-                                "p:SLIDING_LOG", "0", "5000"});
+  Reply migrated = server.Call(
+      {"MIGRATE", "127.0.0.1", std::to_string(other.port()), "p:SLIDING_LOG", "0", "5000"});
   ASSERT_EQ(migrated.str, "OK") << Show(migrated);
   EXPECT_EQ(server.Call({"EXISTS", "p:SLIDING_LOG"}).integer, 0);
   EXPECT_TRUE(SameDecision(other.Call(peek), original));
   EXPECT_EQ(other.Call({"DEBUG", "DIGEST-VALUE", "p:SLIDING_LOG"}).elements[0].str, digest);
   EXPECT_GT(other.Call({"PTTL", "p:SLIDING_LOG"}).integer, 3500 * 1000);
   EXPECT_EQ(other.Call({"RL.CHECK", "p:SLIDING_LOG", "SLIDING_LOG", "5", "1h"}).Ints()[0], 0);
-  Reply keys = server.Call({"MIGRATE", "127.0.0.1", std::to_string(other.port()), "", "0",
-                            "5000", "COPY", "KEYS", "p:GCRA", "p:rt"});
+  Reply keys = server.Call({"MIGRATE", "127.0.0.1", std::to_string(other.port()), "", "0", "5000",
+                            "COPY", "KEYS", "p:GCRA", "p:rt"});
   ASSERT_EQ(keys.str, "OK") << Show(keys);
   EXPECT_EQ(other.Call({"RL.CHECK", "p:GCRA", "GCRA", "5", "1h"}).Ints()[0], 0);
   EXPECT_EQ(other.Call({"DEBUG", "DIGEST-VALUE", "p:rt"}).elements[0].str,

@@ -79,8 +79,7 @@ std::vector<int64_t> DecisionOf(const Reply& reply) {
   if (reply.type == '*' && reply.elements.size() >= 5) {
     for (size_t i = 0; i < 5; ++i) out.push_back(reply.elements[i].integer);
   } else if (reply.type == '%') {
-    for (const char* name :
-         {"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"}) {
+    for (const char* name : {"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"}) {
       const Reply* field = reply.Get(name);
       if (field == nullptr) return {};
       out.push_back(field->integer);

@@ -2,6 +2,8 @@
 // INFO rl counters, reply checks, and forged state encodings for the bad-input tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +20,34 @@ RedisOptions RlOptions(const std::string& load_args = "");
 
 // One counter of INFO rl ("rl_<name>:N"), -1 when absent.
 long long RlStat(RedisServer& server, const std::string& name);
+
+// A test fixture: one redis-server with rl.so per test suite (ctest runs each test in its own
+// process, so one per test there), emptied before each test, checked alive after it.
+class RlServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!RedisAvailable()) return;
+    server_ = new RedisServer(RlOptions());
+    started_ = static_cast<bool>(server_->Start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+    ASSERT_TRUE(started_) << server_->LogTail();
+    ASSERT_EQ(server_->Call({"FLUSHALL"}).str, "OK");  // when the binary runs every test at once
+  }
+  void TearDown() override {
+    EXPECT_TRUE(server_->running()) << "redis-server died\n" << server_->LogTail();
+  }
+  int port() const { return server_->port(); }
+  RedisServer& server() { return *server_; }
+
+  static inline RedisServer* server_ = nullptr;
+  static inline bool started_ = false;
+};
 
 // A temp file holding `text` (removed by the destructor).
 class TempFile {
@@ -46,8 +76,8 @@ struct EncodedEntry {
   uint8_t algorithm = 0;
   uint64_t window_ms = 1000;
   int64_t expiry_ms = 0;
-  std::vector<int64_t> words;                      // two or three words
-  std::vector<std::pair<int64_t, int64_t>> runs;   // sliding log: (time ms, count)
+  std::vector<int64_t> words;                     // two or three words
+  std::vector<std::pair<int64_t, int64_t>> runs;  // sliding log: (time ms, count)
   bool log = false;
 };
 std::string EncodeState(const std::vector<EncodedEntry>& entries);

@@ -2,7 +2,9 @@
 # phpredis (rawCommand) and Predis (executeRaw) against redis-server with rl.so (port in $1).
 set -euo pipefail
 command -v php >/dev/null || { echo "php not installed"; exit 77; }
-php -m | grep -qi '^redis$' || { echo "php-redis not installed"; exit 77; }
+# (Not `php -m | grep -q`: grep exits at the match, php may die of SIGPIPE, and pipefail then
+# reports the extension missing.)
+php -r 'exit(extension_loaded("redis") ? 0 : 1);' || { echo "php-redis not installed"; exit 77; }
 export RL_PORT=$1
 php -r '
 $port = (int)getenv("RL_PORT");

@@ -1,11 +1,14 @@
 """redis-py's RedisCluster against a Redis Cluster of rl.so nodes (a node's port in argv[1]):
 every RL.* command routes by its key (rl.so registers key position 1, which redis-py reads from
 COMMAND), keys spread over the masters, policies go to every primary, pipelines group by node."""
+import logging
 import sys
 
 import redis
 from redis.cluster import RedisCluster
 
+# redis-py's cluster client logs every error reply with a traceback; the errors below are meant.
+logging.getLogger("redis").setLevel(logging.CRITICAL)
 port = int(sys.argv[1])
 rc = RedisCluster(host="127.0.0.1", port=port, socket_timeout=5)
 primaries = rc.get_primaries()

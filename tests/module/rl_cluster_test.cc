@@ -1,0 +1,274 @@
+// rl.so in a real Redis Cluster of 3 masters + 3 replicas (redis-cli --cluster create): redis-cli
+// -c and redis-py's RedisCluster route every RL.* command by its key and keys spread over the
+// masters; policies reach every master with `redis-cli --cluster call --cluster-only-masters`
+// (and their replicas by replication); a replica serves RL.PEEK after READONLY; moving a slot that
+// holds live state keeps the counts; CLUSTER FAILOVER and kill -9 of a master: the promoted
+// replica continues the counts (what WAIT acknowledged is never lost; keys at their limit stay
+// denied). One cluster serves every test, in this order; the binary is one ctest test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "redis_harness.h"
+#include "rl_util.h"
+
+namespace rl::test {
+namespace {
+
+using Cmd = std::vector<std::string>;
+
+// Equal decisions `elapsed_ms` apart: the same counts, and waits shorter by the time that
+// passed (within a second: the answers are moments apart).
+::testing::AssertionResult SameDecision(const Reply& a, const Reply& b, int64_t elapsed_ms = 0) {
+  const std::vector<int64_t> x = DecisionOf(a), y = DecisionOf(b);
+  auto later = [&](int64_t wait) {
+    return wait <= 0 ? wait : std::max<int64_t>(0, wait - elapsed_ms);
+  };
+  if (x.empty() || y.empty() || x[0] != y[0] || x[1] != y[1] || x[2] != y[2] ||
+      std::llabs(later(x[3]) - y[3]) > 1000 || std::llabs(later(x[4]) - y[4]) > 1000) {
+    return ::testing::AssertionFailure()
+           << Show(a) << " vs " << Show(b) << " " << elapsed_ms << " ms later";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class RlClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!RedisAvailable()) return;
+    cluster_ = new RedisCluster(RlOptions());
+    ::testing::AssertionResult started = cluster_->Start();
+    started_ = static_cast<bool>(started);
+    start_error_ = started.message();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+    ASSERT_TRUE(started_) << start_error_;
+  }
+
+  // redis-cli -c entering at `via` (nullptr: the first running node); its output lines.
+  static std::vector<std::string> Cli(const Cmd& args, RedisServer* via = nullptr) {
+    rl_test::RunResult run = cluster_->Cli(args, true, via);
+    EXPECT_EQ(run.exit_status, 0) << run.output;
+    std::vector<std::string> lines;
+    size_t start = 0;
+    for (size_t nl; (nl = run.output.find('\n', start)) != std::string::npos; start = nl + 1) {
+      lines.push_back(run.output.substr(start, nl - start));
+    }
+    return lines;
+  }
+  static RedisServer& Owner(const std::string& key) {
+    RedisServer* owner = cluster_->MasterOfKey(key);
+    EXPECT_NE(owner, nullptr) << key;
+    return owner != nullptr ? *owner : cluster_->node(0);
+  }
+
+  // Puts `key` at its limit (FIXED_WINDOW 3 per hour: 3 allowed, then denied) and part way into a
+  // token bucket (10 per hour, 4 used) and a sliding log (5 per hour, 2 used), through redis-cli
+  // -c; waits until the owner's replica acknowledged it.
+  static void Load(const std::string& key) {
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(Cli({"RL.CHECK", key, "FIXED_WINDOW", "3", "1h"}).at(0), i < 3 ? "1" : "0");
+    }
+    EXPECT_EQ(Cli({"RL.CHECK", key, "TOKEN_BUCKET", "10", "1h", "COST", "4"}).at(0), "1");
+    for (int i = 0; i < 2; ++i) Cli({"RL.CHECK", key, "SLIDING_LOG", "5", "1h"});
+    EXPECT_TRUE(WaitForReplicas(Owner(key), 1));
+  }
+  // COST 0: the state as it stands, so every wait only shrinks as time passes.
+  static std::vector<Cmd> Peeks(const std::string& key) {
+    return {{"RL.PEEK", key, "FIXED_WINDOW", "3", "1h", "COST", "0"},
+            {"RL.PEEK", key, "TOKEN_BUCKET", "10", "1h", "COST", "0"},
+            {"RL.PEEK", key, "SLIDING_LOG", "5", "1h", "COST", "0"}};
+  }
+  struct Answers {
+    std::vector<Reply> replies;
+    int64_t at_ms = 0;  // steady clock of the test
+  };
+  static Answers PeekAll(RedisServer& server, const std::string& key) {
+    Answers out;
+    out.at_ms = NowMs();
+    for (const Cmd& peek : Peeks(key)) out.replies.push_back(server.Call(peek));
+    return out;
+  }
+  // `server` now owns `key` and continues its counts: same answers as `before`, the key at its
+  // limit denied, the others consuming from where they were.
+  static void ExpectContinues(RedisServer& server, const std::string& key, const Answers& before) {
+    const Answers now = PeekAll(server, key);
+    for (size_t i = 0; i < now.replies.size(); ++i) {
+      EXPECT_TRUE(SameDecision(before.replies[i], now.replies[i], now.at_ms - before.at_ms))
+          << key << " " << Peeks(key)[i][2];
+    }
+    EXPECT_EQ(Cli({"RL.CHECK", key, "FIXED_WINDOW", "3", "1h"}).at(0), "0") << "still denied";
+    const std::vector<std::string> bucket =
+        Cli({"RL.CHECK", key, "TOKEN_BUCKET", "10", "1h", "COST", "4"});
+    EXPECT_EQ(bucket.at(0), "1");
+    EXPECT_EQ(bucket.at(2), "2") << "10 - 4 - 4, not a fresh bucket";
+    EXPECT_EQ(Cli({"RL.CHECK", key, "SLIDING_LOG", "5", "1h"}).at(2), "2");
+  }
+
+  static inline RedisCluster* cluster_ = nullptr;
+  static inline bool started_ = false;
+  static inline std::string start_error_;
+};
+
+TEST_F(RlClusterTest, RedisCliRoutesByKeyAndKeysSpreadOverMasters) {
+  std::set<RedisServer*> owners;
+  for (int i = 0; i < 12; ++i) {
+    const std::string key = "rl:user:" + std::to_string(i);
+    // Enter at any node: -c follows MOVED to the key's master.
+    RedisServer* via = &cluster_->node(i % cluster_->size());
+    EXPECT_EQ(Cli({"RL.CHECK", key, "GCRA", "5", "1h"}, via),
+              (std::vector<std::string>{"1", "5", "4", "0", "720000"}))
+        << key;
+    RedisServer& owner = Owner(key);
+    owners.insert(&owner);
+    EXPECT_EQ(owner.Call({"TYPE", key}).str, "ratelimit");
+    for (RedisServer* other : cluster_->Masters()) {
+      if (other == &owner) continue;
+      const Reply moved = other->Call({"RL.CHECK", key, "GCRA", "5", "1h"});
+      EXPECT_EQ(moved.str.rfind("MOVED " + std::to_string(cluster_->KeySlot(key)), 0), 0u)
+          << Show(moved);
+    }
+  }
+  EXPECT_EQ(owners.size(), 3u) << "keys spread over the three masters";
+
+  const std::string key = "rl:user:0";
+  EXPECT_EQ(Cli({"RL.PEEK", key, "GCRA", "5", "1h"}).at(2), "3");
+  EXPECT_EQ(Cli({"-3", "RL.CHECK", key, "GCRA", "5", "1h"}).at(2), "remaining 3");
+  EXPECT_EQ(Cli({"RL.RESET", key, "GCRA", "5", "1h"}), (std::vector<std::string>{"1"}));
+  EXPECT_EQ(Cli({"CL.THROTTLE", key, "15", "30", "60"}),
+            (std::vector<std::string>{"0", "16", "15", "-1", "2"}));
+  EXPECT_EQ(cluster_->Cli({"RL.CHECK", key, "GCRA", "0", "1h"})
+                .output.rfind("ERR limit must be a positive integer\n", 0),
+            0u);
+}
+
+TEST_F(RlClusterTest, PoliciesReachEveryMasterWithClusterCall) {
+  const std::string entry = "127.0.0.1:" + std::to_string(cluster_->node(0).port());
+  rl_test::RunResult run = rl_test::Run(
+      {RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api", "SLIDING_WINDOW",
+       "100", "1m", "FIXED_WINDOW", "5000", "1d", "--cluster-only-masters"},
+      std::chrono::seconds(30));
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  for (RedisServer* master : cluster_->Masters()) {
+    EXPECT_EQ(master->Call({"RL.POLICY", "GET", "api"}).str,
+              "SLIDING_WINDOW 100 1m FIXED_WINDOW 5000 1d");
+    ASSERT_TRUE(WaitForReplicas(*master, 1));
+    for (RedisServer* replica : cluster_->ReplicasOf(*master)) {
+      EXPECT_EQ(replica->Call({"RL.POLICY", "GET", "api"}).str,
+                "SLIDING_WINDOW 100 1m FIXED_WINDOW 5000 1d")
+          << "replicated to " << replica->Describe();
+    }
+  }
+  for (int i = 0; i < 12; ++i) {
+    const std::string key = "rl:user:" + std::to_string(i);
+    EXPECT_EQ(Cli({"RL.CHECK", key, "POLICY", "api"}).at(2), "99") << key;
+  }
+  // Without --cluster-only-masters the replicas answer READONLY (the masters replicate it
+  // to them anyway): harmless, but noisy.
+  run = rl_test::Run(
+      {RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api2", "GCRA", "1", "1s"},
+      std::chrono::seconds(30));
+  EXPECT_NE(run.output.find("READONLY"), std::string::npos) << run.output;
+  for (RedisServer* master : cluster_->Masters()) {
+    EXPECT_EQ(master->Call({"RL.POLICY", "DEL", "api2"}).integer, 1);
+  }
+}
+
+TEST_F(RlClusterTest, ReplicaServesPeekAfterReadonly) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = "rl:user:" + std::to_string(i);
+    RedisServer& owner = Owner(key);
+    ASSERT_TRUE(WaitForReplicas(owner, 1));
+    const std::vector<RedisServer*> replicas = cluster_->ReplicasOf(owner);
+    ASSERT_EQ(replicas.size(), 1u);
+    auto connection = replicas[0]->Connect();
+    const Cmd peek = {"RL.PEEK", key, "POLICY", "api"};
+    EXPECT_EQ(connection->Call(peek).str.rfind("MOVED", 0), 0u) << "not without READONLY";
+    ASSERT_EQ(connection->Call({"READONLY"}).str, "OK");
+    EXPECT_TRUE(SameDecision(connection->Call(peek), owner.Call(peek))) << key;
+    EXPECT_EQ(connection->Call({"RL.CHECK", key, "POLICY", "api"}).str.rfind("MOVED", 0), 0u)
+        << "writes go to the master";
+  }
+}
+
+TEST_F(RlClusterTest, RedisPyRedisCluster) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 missing";
+  rl_test::RunResult probe =
+      rl_test::Run({"/usr/bin/python3", "-c", "from redis.cluster import RedisCluster"},
+                   std::chrono::seconds(20));
+  if (probe.exit_status != 0) GTEST_SKIP() << "python3-redis with RedisCluster not installed";
+  rl_test::RunResult run =
+      rl_test::Run({"/usr/bin/python3", std::string(RL_MODULE_CLIENTS_DIR) + "/redis_py_cluster.py",
+                    std::to_string(cluster_->node(0).port())},
+                   std::chrono::seconds(60));
+  EXPECT_EQ(run.exit_status, 0) << run.output;
+  std::printf("%s", run.output.c_str());
+}
+
+TEST_F(RlClusterTest, MovingASlotKeepsTheCounts) {
+  const std::string key = "rl:move";
+  Load(key);
+  RedisServer& from = Owner(key);
+  const Answers before = PeekAll(from, key);
+  RedisServer* to = nullptr;
+  for (RedisServer* master : cluster_->Masters()) {
+    if (master != &from) to = master;
+  }
+  ASSERT_NE(to, nullptr);
+  ASSERT_TRUE(cluster_->MoveSlot(cluster_->KeySlot(key), from, *to));
+  EXPECT_EQ(&Owner(key), to);
+  EXPECT_EQ(from.Call({"EXISTS", key}).str.rfind("MOVED", 0), 0u);
+  EXPECT_GT(to->Call({"PTTL", key}).integer, 3500 * 1000);
+  ExpectContinues(*to, key, before);
+  EXPECT_TRUE(cluster_->WaitHealthy(/*with_replicas=*/true));
+}
+
+TEST_F(RlClusterTest, ManualFailoverContinuesTheCounts) {
+  const std::string key = "rl:failover";
+  Load(key);
+  RedisServer& owner = Owner(key);
+  const Answers before = PeekAll(owner, key);
+  const std::vector<RedisServer*> replicas = cluster_->ReplicasOf(owner);
+  ASSERT_EQ(replicas.size(), 1u);
+  ASSERT_TRUE(cluster_->Failover(*replicas[0]));
+  EXPECT_EQ(&Owner(key), replicas[0]);
+  ExpectContinues(*replicas[0], key, before);
+  EXPECT_EQ(replicas[0]->Call({"RL.POLICY", "GET", "api"}).str,
+            "SLIDING_WINDOW 100 1m FIXED_WINDOW 5000 1d");
+}
+
+// Last: it leaves one shard without a replica.
+TEST_F(RlClusterTest, KillNineOfAMasterPromotedReplicaContinuesTheCounts) {
+  const std::string key = "rl:killed";
+  Load(key);  // acknowledged by the replica (WAIT)
+  RedisServer& owner = Owner(key);
+  const Answers before = PeekAll(owner, key);
+  RedisServer* promoted = nullptr;
+  ASSERT_TRUE(cluster_->KillMaster(owner, &promoted));
+  ASSERT_NE(promoted, nullptr);
+  EXPECT_FALSE(owner.running());
+  EXPECT_EQ(&Owner(key), promoted);
+  ExpectContinues(*promoted, key, before);
+  EXPECT_EQ(promoted->Call({"RL.POLICY", "GET", "api"}).str,
+            "SLIDING_WINDOW 100 1m FIXED_WINDOW 5000 1d");
+  EXPECT_EQ(Cli({"RL.CHECK", "rl:user:1", "POLICY", "api"}).at(0), "1") << "the cluster serves";
+}
+
+}  // namespace
+}  // namespace rl::test

@@ -1,0 +1,279 @@
+// What only rl.so has: the user's key as a Redis key of type "ratelimit" (TYPE, WRONGTYPE, PTTL
+// = time until fresh, MEMORY USAGE, at most 1024 states), command metadata (key specs, flags,
+// docs, ACL key patterns), and what counts as a write (dirty counter, WATCH, maxmemory).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "redis_harness.h"
+#include "rl_util.h"
+
+namespace rl::test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class RlKeyTest : public RlServerTest {};
+constexpr const char* kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+TEST_F(RlKeyTest, OneKeyOfTypeRatelimitAndWrongtype) {
+  RespClient c(port());
+  // Every state of one user key (inline limits, two policies, CL.THROTTLE) is one Redis key.
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "a", "GCRA", "5", "1m"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "b", "SLIDING_LOG", "5", "1m"}).str, "OK");
+  EXPECT_EQ(
+      c.Call({"RL.CHECK", "rl:user:42", "GCRA", "5", "1m", "FIXED_WINDOW", "9", "1h"}).Ints()[0],
+      1);
+  EXPECT_EQ(c.Call({"RL.CHECK", "rl:user:42", "POLICY", "a"}).Ints()[0], 1);
+  EXPECT_EQ(c.Call({"RL.CHECK", "rl:user:42", "POLICY", "b"}).Ints()[0], 1);
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "rl:user:42", "4", "1", "1"}).Ints()[0], 0);
+  EXPECT_EQ(c.Call({"DBSIZE"}).integer, 1);
+  EXPECT_EQ(c.Call({"TYPE", "rl:user:42"}).str, "ratelimit");
+  EXPECT_EQ(c.Call({"GET", "rl:user:42"}).str, kWrongType);
+
+  // The user's key is the Redis key: application data under that name answers WRONGTYPE.
+  ASSERT_EQ(c.Call({"SET", "user:42", "app data"}).str, "OK");
+  ASSERT_EQ(c.Call({"HSET", "h", "f", "v"}).integer, 1);
+  for (const std::string key : {"user:42", "h"}) {
+    EXPECT_EQ(c.Call({"RL.CHECK", key, "GCRA", "5", "1m"}).str, kWrongType);
+    EXPECT_EQ(c.Call({"RL.PEEK", key, "GCRA", "5", "1m"}).str, kWrongType);
+    EXPECT_EQ(c.Call({"RL.RESET", key, "GCRA", "5", "1m"}).str, kWrongType);
+    EXPECT_EQ(c.Call({"CL.THROTTLE", key, "1", "1", "1"}).str, kWrongType);
+    EXPECT_EQ(c.Call({"RL.CHECK", key, "POLICY", "a", "COST", "0"}).str, kWrongType);
+  }
+  EXPECT_EQ(c.Call({"GET", "user:42"}).str, "app data") << "left untouched";
+  // Argument errors come first (as rl-server, which has no types).
+  EXPECT_EQ(c.Call({"RL.CHECK", "user:42", "GCRA", "0", "1m"}).str,
+            "ERR limit must be a positive integer");
+  // COPY, RENAME and DEL treat it as any value.
+  EXPECT_EQ(c.Call({"COPY", "rl:user:42", "rl:user:43"}).integer, 1);
+  // The same counts (the times move by the moment between the two calls; the digests below
+  // show the values are identical).
+  const std::vector<int64_t> copy = c.Call({"RL.PEEK", "rl:user:43", "POLICY", "a"}).Ints();
+  const std::vector<int64_t> original = c.Call({"RL.PEEK", "rl:user:42", "POLICY", "a"}).Ints();
+  ASSERT_EQ(copy.size(), 5u);
+  ASSERT_EQ(original.size(), 5u);
+  EXPECT_EQ(std::vector<int64_t>(copy.begin(), copy.begin() + 3),
+            std::vector<int64_t>(original.begin(), original.begin() + 3));
+  EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "rl:user:43"}).elements.at(0).str,
+            c.Call({"DEBUG", "DIGEST-VALUE", "rl:user:42"}).elements.at(0).str);
+  EXPECT_EQ(c.Call({"RENAME", "rl:user:43", "rl:user:44"}).str, "OK");
+  EXPECT_EQ(c.Call({"TYPE", "rl:user:44"}).str, "ratelimit");
+  EXPECT_EQ(c.Call({"DEL", "rl:user:44"}).integer, 1);
+}
+
+TEST_F(RlKeyTest, PttlIsTheTimeUntilFreshAndIdleKeysVanish) {
+  RespClient c(port());
+  // One limit: the key lives exactly until its state is fresh again (reset_after_ms).
+  struct Case {
+    std::vector<std::string> limit;
+    int calls;
+  } cases[] = {{{"FIXED_WINDOW", "3", "20s"}, 2}, {{"TOKEN_BUCKET", "10", "30s"}, 4},
+               {{"GCRA", "10", "30s"}, 3},        {{"SLIDING_WINDOW", "5", "20s"}, 2},
+               {{"SLIDING_LOG", "5", "20s"}, 3},  {{"LEAKY_BUCKET", "4", "20s"}, 2}};
+  for (const Case& tc : cases) {
+    const std::string key = "ttl:" + tc.limit[0];
+    std::vector<std::string> cmd = {"RL.CHECK", key};
+    cmd.insert(cmd.end(), tc.limit.begin(), tc.limit.end());
+    Reply r;
+    for (int i = 0; i < tc.calls; ++i) r = c.Call(cmd);
+    const long long pttl = c.Call({"PTTL", key}).integer;
+    ASSERT_EQ(r.type, '*') << Show(r);
+    const int64_t reset_after = r.elements[4].integer;
+    EXPECT_GT(pttl, 0) << key;
+    EXPECT_LE(pttl, reset_after + 5) << key;
+    EXPECT_GE(pttl, reset_after - 1000) << key << ": a generous bound for a loaded machine";
+  }
+  // Several limits: the longest wait until all are fresh.
+  c.Call({"RL.CHECK", "ttl:multi", "GCRA", "10", "1s", "FIXED_WINDOW", "10", "40s"});
+  const long long multi = c.Call({"PTTL", "ttl:multi"}).integer;
+  EXPECT_GT(multi, 39000);
+  EXPECT_LE(multi, 40000);
+
+  // Nothing stored for a denied, zero-cost or peeking call on a fresh key.
+  c.Call({"RL.CHECK", "ttl:none", "GCRA", "1", "1m", "COST", "2"});
+  c.Call({"RL.CHECK", "ttl:none", "GCRA", "1", "1m", "COST", "0"});
+  c.Call({"RL.PEEK", "ttl:none", "GCRA", "1", "1m"});
+  EXPECT_EQ(c.Call({"EXISTS", "ttl:none"}).integer, 0);
+  // RL.RESET of the last state deletes the key.
+  ASSERT_EQ(
+      c.Call({"RL.RESET", "ttl:multi", "GCRA", "10", "1s", "FIXED_WINDOW", "10", "40s"}).integer,
+      2);
+  EXPECT_EQ(c.Call({"EXISTS", "ttl:multi"}).integer, 0);
+
+  // An idle key vanishes by itself (active expiry; nobody touches it).
+  c.Call({"RL.CHECK", "ttl:short", "TOKEN_BUCKET", "10", "1s", "COST", "3"});
+  EXPECT_LE(c.Call({"PTTL", "ttl:short"}).integer, 300);
+  const long long expired_before = std::stoll(server().InfoField("stats", "expired_keys"));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return std::stoll(server().InfoField("stats", "expired_keys")) > expired_before; },
+      seconds(10), milliseconds(50)));
+  EXPECT_EQ(c.Call({"EXISTS", "ttl:short"}).integer, 0);
+}
+
+TEST_F(RlKeyTest, MemoryUsageReportsTheValue) {
+  RespClient c(port());
+  c.Call({"RL.CHECK", "mem:one", "TOKEN_BUCKET", "100", "1m"});
+  const long long one = c.Call({"MEMORY", "USAGE", "mem:one"}).integer;
+  EXPECT_GT(one, 0);
+  c.Call({"RL.CHECK", "mem:four", "TOKEN_BUCKET", "100", "1m", "GCRA", "100", "1h",
+          "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW", "100", "1d"});
+  const long long four = c.Call({"MEMORY", "USAGE", "mem:four"}).integer;
+  EXPECT_GE(four, one + 3 * 32) << "each state adds its entry";
+  // A sliding log grows with what it holds.
+  c.Call({"RL.CHECK", "mem:log", "SLIDING_LOG", "1000", "1m"});
+  const long long log_small = c.Call({"MEMORY", "USAGE", "mem:log"}).integer;
+  for (int i = 0; i < 100; ++i) {
+    c.Call({"RL.CHECK", "mem:log", "SLIDING_LOG", "1000", "1m"});
+    std::this_thread::sleep_for(milliseconds(1));  // distinct milliseconds: distinct runs
+  }
+  EXPECT_GT(c.Call({"MEMORY", "USAGE", "mem:log"}).integer, log_small);
+  std::printf("MEMORY USAGE of a key with one token bucket: %lld bytes\n", one);
+}
+
+// One key holds at most rl::KeyState::kMaxStates (1024) states, all scopes together; a check
+// that would add more is refused and changes nothing. (rl-server has no such per-key bound.)
+TEST_F(RlKeyTest, AtMost1024StatesPerKey) {
+  RespClient c(port());
+  std::string wire;
+  for (int w = 1; w <= 1024; ++w) {
+    wire += RespClient::Encode({"RL.CHECK", "many", "GCRA", "1", std::to_string(w) + "s"});
+  }
+  ASSERT_TRUE(c.SendRaw(wire));
+  for (int w = 1; w <= 1024; ++w) ASSERT_EQ(c.Read().type, '*') << w;
+  const std::string digest = c.Call({"DEBUG", "DIGEST-VALUE", "many"}).elements.at(0).str;
+  EXPECT_EQ(c.Call({"RL.CHECK", "many", "GCRA", "1", "1025s"}).str,
+            "ERR too many rate-limit states under one key (at most 1024)");
+  EXPECT_EQ(c.Call({"RL.CHECK", "many", "POLICY", "x", "GCRA", "1", "1s"}).str,
+            "ERR too many rate-limit states under one key (at most 1024)");
+  EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "many"}).elements.at(0).str, digest);
+  EXPECT_EQ(c.Call({"RL.CHECK", "many", "GCRA", "1", "1024s"}).Ints()[0], 0) << "existing states";
+  EXPECT_GT(c.Call({"MEMORY", "USAGE", "many"}).integer, 1024 * 40);
+}
+
+// COMMAND metadata: key at position 1, flags, docs (what cluster clients and ACLs read).
+TEST_F(RlKeyTest, CommandInfoKeysAndFlags) {
+  RespClient c(port());
+  for (const std::vector<std::string>& cmd :
+       std::vector<std::vector<std::string>>{{"RL.CHECK", "k1", "GCRA", "5", "1s", "HEADERS"},
+                                             {"RL.PEEK", "k1", "POLICY", "p"},
+                                             {"RL.RESET", "k1", "GCRA", "5", "1s"},
+                                             {"CL.THROTTLE", "k1", "1", "2", "3"}}) {
+    std::vector<std::string> getkeys = {"COMMAND", "GETKEYS"};
+    getkeys.insert(getkeys.end(), cmd.begin(), cmd.end());
+    Reply keys = c.Call(getkeys);
+    ASSERT_EQ(keys.elements.size(), 1u) << cmd[0] << " " << Show(keys);
+    EXPECT_EQ(keys.elements[0].str, "k1");
+  }
+  auto flags_of = [&](const std::string& name) {
+    Reply info = c.Call({"COMMAND", "INFO", name});
+    std::vector<std::string> flags;
+    if (info.elements.size() == 1 && info.elements[0].elements.size() > 2) {
+      for (const Reply& f : info.elements[0].elements[2].elements) flags.push_back(f.str);
+    }
+    return flags;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  for (const std::string name : {"rl.check", "rl.reset", "cl.throttle", "rl.policy|set"}) {
+    const auto flags = flags_of(name);
+    EXPECT_TRUE(has(flags, "write") && has(flags, "denyoom")) << name;
+  }
+  const auto peek = flags_of("rl.peek");
+  EXPECT_TRUE(has(peek, "readonly")) << "RL.PEEK runs on replicas";
+  EXPECT_FALSE(has(peek, "write"));
+  Reply docs = c.Call({"COMMAND", "DOCS", "rl.check"});
+  ASSERT_EQ(docs.elements.size(), 2u) << Show(docs);
+  ASSERT_NE(docs.elements[1].Get("summary"), nullptr);
+  EXPECT_EQ(docs.elements[1].Get("summary")->str.rfind("Checks and consumes", 0), 0u);
+}
+
+// Redis's save points count changes: a call that changes a state counts, one that does not
+// (denied, peek, zero cost) counts nothing, as it replicates nothing.
+TEST_F(RlKeyTest, OnlyChangesCountAsDirty) {
+  RespClient c(port());
+  auto dirty = [&] {
+    return std::stoll(server().InfoField("persistence", "rdb_changes_since_last_save"));
+  };
+  const long long start = dirty();
+  ASSERT_EQ(c.Call({"RL.CHECK", "dirty", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 1);
+  const long long after_allowed = dirty();
+  EXPECT_GT(after_allowed, start);
+  EXPECT_EQ(c.Call({"RL.CHECK", "dirty", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 0);
+  c.Call({"RL.PEEK", "dirty", "FIXED_WINDOW", "1", "1h"});
+  c.Call({"RL.CHECK", "dirty", "FIXED_WINDOW", "1", "1h", "COST", "0"});
+  c.Call({"CL.THROTTLE", "dirty", "0", "1", "3600", "0"});
+  c.Call({"RL.RESET", "dirty", "GCRA", "1", "1h"});  // nothing there to remove
+  EXPECT_EQ(dirty(), after_allowed);
+}
+
+// WATCH (and client tracking) see a key as modified only when its state changed.
+TEST_F(RlKeyTest, WatchSeesOnlyRealChanges) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.CHECK", "w", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 1);
+  auto transaction_survives = [&](const std::vector<std::string>& cmd) {
+    EXPECT_EQ(c.Call({"WATCH", "w"}).str, "OK");
+    c.Call(cmd);
+    EXPECT_EQ(c.Call({"MULTI"}).str, "OK");
+    EXPECT_EQ(c.Call({"PING"}).str, "QUEUED");
+    return !c.Call({"EXEC"}).is_null();
+  };
+  EXPECT_TRUE(transaction_survives({"RL.CHECK", "w", "FIXED_WINDOW", "1", "1h"})) << "denied";
+  EXPECT_TRUE(transaction_survives({"RL.CHECK", "w", "FIXED_WINDOW", "1", "1h", "COST", "0"}));
+  EXPECT_TRUE(transaction_survives({"RL.PEEK", "w", "FIXED_WINDOW", "1", "1h"}));
+  EXPECT_TRUE(transaction_survives({"RL.RESET", "w", "GCRA", "1", "1h"})) << "nothing to reset";
+  EXPECT_TRUE(transaction_survives({"CL.THROTTLE", "w", "0", "1", "60", "0"}));
+  EXPECT_FALSE(transaction_survives({"RL.CHECK", "w", "GCRA", "5", "1h"})) << "a new state";
+  EXPECT_FALSE(transaction_survives({"RL.RESET", "w", "GCRA", "5", "1h"}));
+  EXPECT_FALSE(transaction_survives({"RL.RESET", "w", "FIXED_WINDOW", "1", "1h"})) << "deleted";
+  EXPECT_EQ(c.Call({"EXISTS", "w"}).integer, 0);
+}
+
+// The key specs make ACL key patterns apply: a user limited to rl:* cannot touch other keys.
+TEST_F(RlKeyTest, AclKeyPatternsApply) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"ACL", "SETUSER", "limiter", "on", ">pw", "~rl:*", "+rl.check", "+rl.peek",
+                    "+cl.throttle", "+rl.policy|get"})
+                .str,
+            "OK");
+  RespClient u(port());
+  ASSERT_EQ(u.Call({"AUTH", "limiter", "pw"}).str, "OK");
+  EXPECT_EQ(u.Call({"RL.CHECK", "rl:user:1", "GCRA", "5", "1m"}).Ints()[0], 1);
+  EXPECT_EQ(u.Call({"RL.PEEK", "rl:user:1", "GCRA", "5", "1m"}).Ints()[2], 3);
+  const std::string noperm =
+      "NOPERM this user has no permissions to access one of the keys used as arguments";
+  EXPECT_EQ(u.Call({"RL.CHECK", "app:data", "GCRA", "5", "1m"}).str, noperm);
+  EXPECT_EQ(u.Call({"CL.THROTTLE", "app:data", "1", "1", "1"}).str, noperm);
+  EXPECT_EQ(u.Call({"RL.RESET", "rl:user:1", "GCRA", "5", "1m"}).str.rfind("NOPERM", 0), 0u);
+  EXPECT_EQ(u.Call({"RL.POLICY", "SET", "p", "GCRA", "5", "1m"}).str.rfind("NOPERM", 0), 0u);
+  EXPECT_TRUE(u.Call({"RL.POLICY", "GET", "p"}).is_null());
+  EXPECT_EQ(c.Call({"ACL", "DELUSER", "limiter"}).integer, 1);
+}
+
+// Over maxmemory every writer answers Redis's OOM error; reads still work.
+TEST_F(RlKeyTest, MaxmemoryRefusesWrites) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.CHECK", "oom", "GCRA", "5", "1m"}).Ints()[0], 1);
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).str, "OK");
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "maxmemory", "1"}).str, "OK");
+  const std::string oom = "OOM command not allowed when used memory > 'maxmemory'.";
+  EXPECT_EQ(c.Call({"RL.CHECK", "oom", "GCRA", "5", "1m"}).str, oom);
+  EXPECT_EQ(c.Call({"RL.CHECK", "oom2", "GCRA", "5", "1m", "HEADERS"}).str, oom);
+  EXPECT_EQ(c.Call({"RL.RESET", "oom", "GCRA", "5", "1m"}).str, oom);
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "oom", "1", "1", "1"}).str, oom);
+  EXPECT_EQ(c.Call({"RL.POLICY", "SET", "p", "GCRA", "5", "1m"}).str, oom);
+  EXPECT_EQ(c.Call({"RL.PEEK", "oom", "GCRA", "5", "1m"}).Ints()[2], 3) << "reads still answer";
+  EXPECT_TRUE(c.Call({"RL.POLICY", "GET", "p"}).is_null());
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "maxmemory", "0"}).str, "OK");
+  EXPECT_EQ(c.Call({"RL.CHECK", "oom", "GCRA", "5", "1m"}).Ints()[2], 3);
+}
+
+}  // namespace
+}  // namespace rl::test
