@@ -2,7 +2,9 @@
 # phpredis (rawCommand, pconnect + ECHO) and Predis (executeRaw) against rl-server.
 set -euo pipefail
 command -v php >/dev/null || { echo "php not installed"; exit 77; }
-php -m | grep -qi '^redis$' || { echo "php-redis not installed"; exit 77; }
+# extension_loaded, not `php -m | grep -q`: grep exits at the match, php may die of SIGPIPE and
+# pipefail would then report php-redis as missing.
+php -r 'exit(extension_loaded("redis") ? 0 : 1);' || { echo "php-redis not installed"; exit 77; }
 php -r '
 $port = (int)getenv("RL_PORT");
 $r = new Redis();
