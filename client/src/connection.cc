@@ -7,13 +7,14 @@
 #include "boost/asio/connect.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/write.hpp"
+#include "protocol.h"
 
 namespace rl::client_internal {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-bool Call::AddReply(RespValue value) {
+bool Call::AddReply(resp::Value value) {
   absl::MutexLock lock(&mu_);
   if (done_) return true;
   replies_.push_back(std::move(value));
@@ -39,15 +40,10 @@ bool Call::WaitFor(absl::Duration timeout) {
   return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
 }
 
-absl::StatusOr<std::vector<RespValue>> Call::Take() {
+absl::StatusOr<std::vector<resp::Value>> Call::Take() {
   absl::MutexLock lock(&mu_);
   if (!status_.ok()) return status_;
   return std::move(replies_);
-}
-
-void AppendCommand(std::string* out, const std::vector<std::string>& args) {
-  absl::StrAppend(out, "*", args.size(), "\r\n");
-  for (const std::string& arg : args) absl::StrAppend(out, "$", arg.size(), "\r\n", arg, "\r\n");
 }
 
 Connection::Connection(asio::io_context& io, const ConnectionOptions& options,
@@ -70,7 +66,7 @@ void Connection::Abandon(std::shared_ptr<Call> call, absl::Duration waited) {
 
 void Connection::DoSubmit(std::shared_ptr<Call> call, std::string command) {
   if (state_ == State::kDisconnected) {
-    if (std::chrono::steady_clock::now() < retry_at_) {
+    if (InBackoff()) {
       call->Fail(absl::UnavailableError("rl-server unreachable (reconnect back-off)"));
       return;
     }
@@ -102,12 +98,12 @@ void Connection::OnConnected() {
   boost::system::error_code ignored;
   // Commands are tiny and latency is the point: do not let Nagle hold them back.
   socket_.set_option(tcp::no_delay(true), ignored);
-  if (!options_.password.empty()) {
-    std::string auth;
-    AppendCommand(&auth, {"AUTH", options_.password});
-    out_.insert(0, auth);
-    pending_.push_front(Pending{nullptr});
-  }
+  // The handshake goes first, ahead of the calls queued while connecting; its reply is read
+  // (and checked) before theirs.
+  std::string hello;
+  AppendHello(options_.password, &hello);
+  out_.insert(0, hello);
+  pending_.push_front(Pending{nullptr});
   StartRead();
   StartWrite();
 }
@@ -150,38 +146,42 @@ void Connection::OnData(size_t bytes) {
   in_.append(read_chunk_.data(), bytes);
   size_t offset = 0;
   while (offset < in_.size()) {
-    RespValue value;
+    resp::Value value;
     size_t consumed = 0;
-    ReadStatus status = reader_.Read(std::string_view(in_).substr(offset), &consumed, &value);
-    if (status == ReadStatus::kIncomplete) break;
-    if (status == ReadStatus::kError) {
-      Fail(absl::InternalError(absl::StrCat("bad reply from rl-server: ", reader_.error())));
+    const resp::ReplyStatus status =
+        parser_.Parse(std::string_view(in_).substr(offset), &consumed, &value);
+    if (status == resp::ReplyStatus::kIncomplete) break;
+    if (status == resp::ReplyStatus::kError) {
+      Fail(absl::InternalError(absl::StrCat("bad reply from rl-server: ", parser_.error())));
       return;
     }
     offset += consumed;
+    // Out-of-band RESP3 data (e.g. from a Redis with client tracking) answers no call.
+    if (value.type == resp::Value::Type::kPush) continue;
     if (pending_.empty()) {
       Fail(absl::InternalError("rl-server sent a reply nobody asked for"));
       return;
     }
     Pending& front = pending_.front();
-    if (front.call == nullptr) {  // our AUTH
+    if (front.call == nullptr) {  // our HELLO
       pending_.pop_front();
-      if (value.type == RespValue::Type::kError) {
-        Fail(absl::PermissionDeniedError(absl::StrCat("rl-server AUTH: ", value.text)));
+      if (absl::Status status = CheckHelloReply(value); !status.ok()) {
+        Fail(status);
         return;
       }
       continue;
     }
     if (front.call->AddReply(std::move(value))) pending_.pop_front();
   }
+  // The parser keeps its place in a pending reply; moving the unconsumed bytes is allowed.
   in_.erase(0, offset);
   StartRead();
 }
 
 void Connection::Fail(const absl::Status& status) {
   counters_->connection_failures.fetch_add(1, std::memory_order_relaxed);
-  retry_at_ = std::chrono::steady_clock::now() + options_.reconnect_backoff;
-  backoff_until_.store(retry_at_.time_since_epoch().count(), std::memory_order_relaxed);
+  backoff_until_ms_.store(options_.clock->NowMs() + options_.reconnect_backoff_ms,
+                          std::memory_order_relaxed);
   Close(status);
 }
 
@@ -193,6 +193,7 @@ void Connection::Close(const absl::Status& status) {
   write_in_flight_ = false;
   out_.clear();
   in_.clear();
+  parser_.Reset();
   for (Pending& pending : pending_) {
     if (pending.call != nullptr) pending.call->Fail(status);
   }

@@ -3,11 +3,11 @@
 // state needs no lock. Replies come back in request order (RESP), so the first pending call
 // takes the first reply. A call that is not answered in time poisons the order for every call
 // behind it, so a timeout closes the connection: the remaining calls fail fast and the next call
-// after the back-off reconnects.
+// after the back-off reconnects. Every new connection starts with HELLO 3 (and AUTH), pipelined
+// ahead of the calls that triggered it.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -22,7 +22,8 @@
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
-#include "reply_reader.h"
+#include "resp/reply_parser.h"
+#include "rl/clock.h"
 
 namespace rl::client_internal {
 
@@ -33,21 +34,23 @@ class Call {
   explicit Call(size_t expected) : expected_(expected) {}
 
   // I/O thread. Returns true when this reply was the last one expected.
-  bool AddReply(RespValue value);
+  bool AddReply(resp::Value value);
   void Fail(const absl::Status& status);
   bool done() const;
 
   // Caller. False when `timeout` passed first (the call may still complete later, unobserved).
+  // Real time, not the injected Clock: this bounds a wait for bytes from the network, which a
+  // manual clock cannot make arrive sooner or later.
   bool WaitFor(absl::Duration timeout);
   // Caller, after WaitFor returned true.
-  absl::StatusOr<std::vector<RespValue>> Take();
+  absl::StatusOr<std::vector<resp::Value>> Take();
 
  private:
   const size_t expected_;
   mutable absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
-  std::vector<RespValue> replies_ ABSL_GUARDED_BY(mu_);
+  std::vector<resp::Value> replies_ ABSL_GUARDED_BY(mu_);
 };
 
 // Counters the connections share with their pool (relaxed atomics, read by Stats()).
@@ -56,11 +59,22 @@ struct ConnectionCounters {
   std::atomic<uint64_t> connection_failures{0};
 };
 
+// Where and how to connect: the addresses of one server (one endpoint; tried in order).
 struct ConnectionOptions {
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;
-  std::chrono::milliseconds reconnect_backoff{100};
+  int64_t reconnect_backoff_ms = 100;
   std::string password;
+  // Reads the back-off's time; not owned. The call timeout is not measured here (see Call).
+  const Clock* clock = nullptr;
 };
+
+// Bounds for what a server sends back: our replies are a few hundred bytes, anything much
+// larger is a broken or hostile peer.
+inline constexpr resp::ReplyLimits kReplyLimits{.max_line = 64 * 1024,
+                                                .max_bulk = 1 << 20,
+                                                .max_elements = 4096,
+                                                .max_depth = 8,
+                                                .max_reply = 4 << 20};
 
 class Connection {
  public:
@@ -80,14 +94,13 @@ class Connection {
   // Any thread: whether calls submitted now would fail at once because of the back-off. Lets
   // the pool route around one broken connection while the others are healthy.
   bool InBackoff() const {
-    return std::chrono::steady_clock::now().time_since_epoch().count() <
-           backoff_until_.load(std::memory_order_relaxed);
+    return options_.clock->NowMs() < backoff_until_ms_.load(std::memory_order_relaxed);
   }
 
  private:
   enum class State { kDisconnected, kConnecting, kConnected };
   struct Pending {
-    std::shared_ptr<Call> call;  // null for the AUTH sent on connect
+    std::shared_ptr<Call> call;  // null for the HELLO sent on connect
   };
 
   void DoSubmit(std::shared_ptr<Call> call, std::string command);
@@ -106,18 +119,15 @@ class Connection {
   State state_ = State::kDisconnected;
   // Bumped on every close so completions of a previous socket's operations are ignored.
   uint64_t generation_ = 0;
-  std::chrono::steady_clock::time_point retry_at_{};
-  std::atomic<std::chrono::steady_clock::rep> backoff_until_{0};  // retry_at_ for other threads
+  // Clock::NowMs before which calls fail at once (written on the I/O thread, read by callers).
+  std::atomic<int64_t> backoff_until_ms_{INT64_MIN};
   std::deque<Pending> pending_;  // sent or queued calls, in order of their replies
   std::string out_;              // encoded commands not yet handed to a write
   std::string writing_;          // the buffer of the write in flight
   bool write_in_flight_ = false;
   std::string in_;  // received bytes not yet forming a whole reply
   std::vector<char> read_chunk_;
-  ReplyReader reader_;
+  resp::ReplyParser parser_{kReplyLimits};
 };
-
-// RESP encoding of one command (an array of bulk strings), appended to *out.
-void AppendCommand(std::string* out, const std::vector<std::string>& args);
 
 }  // namespace rl::client_internal

@@ -1,60 +1,43 @@
-// rl::RemoteLimiter: encodes checks as RL.CHECK / RL.PEEK / RL.RESET, runs them on a pool of
-// pipelined connections (connection.h) and turns replies, timeouts and outages into decisions.
+// rl::RemoteLimiter: encodes checks (protocol.h), runs them on the pool of one endpoint
+// (pool.h, connection.h) from a single I/O thread, and turns replies, timeouts and outages into
+// decisions.
 #include "rl/remote_limiter.h"
 
-#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/post.hpp"
-#include "connection.h"
-#include "reply_reader.h"
+#include "pool.h"
+#include "protocol.h"
+#include "resp/writer.h"
 
 namespace rl {
 
 namespace asio = boost::asio;
-using client_internal::AppendCommand;
-using client_internal::Call;
-using client_internal::Connection;
-using client_internal::ConnectionCounters;
+using client_internal::AppendPolicyCommand;
 using client_internal::ConnectionOptions;
-using client_internal::RespValue;
-
-namespace {
-
-// The limit a failure decision reports: the tightest one, as the engine would bind on.
-const Limit* TightestLimit(const Policy& policy) {
-  const Limit* tightest = nullptr;
-  for (const Limit& limit : policy.limits) {
-    if (tightest == nullptr || limit.capacity() < tightest->capacity()) tightest = &limit;
-  }
-  return tightest;
-}
-
-}  // namespace
+using client_internal::EndpointPool;
+using client_internal::PolicyMode;
 
 class RemoteLimiter::Impl {
  public:
-  explicit Impl(RemoteLimiterOptions options) : options_(std::move(options)) {}
+  explicit Impl(RemoteLimiterOptions options)
+      : options_(std::move(options)),
+        clock_(options_.clock != nullptr ? options_.clock : SteadyClock::Default()) {}
 
   ~Impl() {
     if (thread_.joinable()) {
-      asio::post(io_, [this] {
-        for (auto& connection : connections_) {
-          connection->Close(absl::CancelledError("RemoteLimiter destroyed"));
-        }
-      });
+      asio::post(io_, [this] { pool_->CloseAll(absl::CancelledError("RemoteLimiter destroyed")); });
       work_.reset();
       thread_.join();
     }
-    connections_.clear();
+    pool_.reset();
   }
 
   absl::Status Start() {
@@ -67,139 +50,60 @@ class RemoteLimiter::Impl {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot resolve ", options_.host, ": ", ec.message()));
     }
-    for (const auto& entry : results) connection_options_.endpoints.push_back(entry.endpoint());
-    connection_options_.reconnect_backoff = options_.reconnect_backoff;
-    connection_options_.password = options_.password;
-    for (size_t i = 0; i < options_.connections; ++i) {
-      connections_.push_back(std::make_unique<Connection>(io_, connection_options_, &counters_));
-    }
+    ConnectionOptions connection;
+    for (const auto& entry : results) connection.endpoints.push_back(entry.endpoint());
+    connection.reconnect_backoff_ms = options_.reconnect_backoff.count();
+    connection.password = options_.password;
+    connection.clock = clock_;
+    pool_ = std::make_unique<EndpointPool>(io_, std::move(connection), options_.connections);
     thread_ = std::thread([this] { io_.run(); });
     return absl::OkStatus();
   }
 
-  // Sends `commands` (producing `expected` replies) on one connection and waits for all replies
-  // within the call timeout.
-  absl::StatusOr<std::vector<RespValue>> Execute(std::string commands, size_t expected) {
-    const absl::Duration timeout = absl::FromChrono(options_.timeout);
-    Connection& connection = PickConnection();
-    auto call = std::make_shared<Call>(expected);
-    connection.Submit(call, std::move(commands));
-    if (!call->WaitFor(timeout)) {
-      connection.Abandon(call, timeout);
-      timeouts_.fetch_add(1, std::memory_order_relaxed);
-      return absl::DeadlineExceededError(
-          absl::StrCat("rl-server did not answer within ", absl::FormatDuration(timeout)));
-    }
-    return call->Take();
+  absl::StatusOr<std::vector<resp::Value>> Execute(std::string commands, size_t expected) {
+    return pool_->Execute(std::move(commands), expected, absl::FromChrono(options_.timeout));
   }
 
-  // Round-robin, skipping connections in their back-off while another one is usable: one
-  // connection closed by a single slow reply should not fail a share of the calls.
-  Connection& PickConnection() {
-    const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
-    for (size_t i = 0; i < connections_.size(); ++i) {
-      Connection& connection = *connections_[(start + i) % connections_.size()];
-      if (!connection.InBackoff()) return connection;
-    }
-    return *connections_[start % connections_.size()];
+  absl::Status Encode(std::string_view verb, const Policy& policy, std::string_view key,
+                      const int64_t* cost, std::string* out) const {
+    return AppendPolicyCommand(verb, options_.policy_mode, policy, key, cost, out);
   }
 
-  // Appends the RL.CHECK / RL.PEEK / RL.RESET command for (policy, key).
-  absl::Status AppendPolicyCommand(std::string_view verb, const Policy& policy,
-                                   std::string_view key, const int64_t* cost, std::string* out) {
-    if (cost != nullptr && *cost < 0) return absl::InvalidArgumentError("cost must be >= 0");
-    std::vector<std::string> args{std::string(verb)};
-    if (options_.policy_mode == RemoteLimiterOptions::PolicyMode::kServerPolicy) {
-      args.push_back(std::string(key));
-      args.push_back("POLICY");
-      args.push_back(policy.name);
-    } else {
-      if (policy.limits.empty()) return absl::InvalidArgumentError("policy has no limits");
-      // The policy name scopes the state like the in-process limiter's scope does.
-      std::string scoped_key = policy.name;
-      scoped_key += ':';
-      scoped_key += key;
-      args.push_back(std::move(scoped_key));
-      for (const Limit& limit : policy.limits) {
-        std::vector<std::string> tokens =
-            absl::StrSplit(FormatLimit(limit), ' ', absl::SkipEmpty());
-        for (std::string& token : tokens) args.push_back(std::move(token));
-      }
+  // A reply -> the caller's Decision. In inline mode the server checked bare limits, so the
+  // caller's shadow flag is applied here; in server-policy mode the server already did.
+  absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& policy) {
+    absl::StatusOr<Decision> decision = client_internal::ToDecision(reply, policy);
+    if (decision.ok()) {
+      answered_.fetch_add(1, std::memory_order_relaxed);
+      if (options_.policy_mode == PolicyMode::kInline && policy.shadow) ApplyShadow(*decision);
+    } else if (reply.type == resp::Value::Type::kError) {
+      server_errors_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (cost != nullptr) {
-      args.push_back("COST");
-      args.push_back(std::to_string(*cost));
-    }
-    AppendCommand(out, args);
-    return absl::OkStatus();
-  }
-
-  // An error reply -> an absl error; otherwise the 5-integer RL.CHECK reply -> a Decision.
-  absl::StatusOr<Decision> ToDecision(const RespValue& reply, const Policy& policy) {
-    if (reply.type == RespValue::Type::kError) return ServerError(reply);
-    if (reply.type != RespValue::Type::kArray || reply.elements.size() < 5) {
-      return absl::InternalError("unexpected RL.CHECK reply shape");
-    }
-    int64_t v[5];
-    for (int i = 0; i < 5; ++i) {
-      if (reply.elements[i].type != RespValue::Type::kInteger) {
-        return absl::InternalError("unexpected RL.CHECK reply element");
-      }
-      v[i] = reply.elements[i].integer;
-    }
-    answered_.fetch_add(1, std::memory_order_relaxed);
-    Decision decision;
-    decision.allowed = v[0] != 0;
-    decision.limit = v[1];
-    decision.remaining = v[2];
-    decision.retry_after_ms = v[3];
-    decision.reset_after_ms = v[4];
-    // The reply names only the binding limit; find its window in the policy for header values.
-    LimitResult& binding = decision.limits[0];
-    binding = LimitResult{decision.allowed, v[1], 0, v[2], v[3], v[4]};
-    for (const Limit& limit : policy.limits) {
-      if (limit.limit == v[1] || limit.capacity() == v[1]) {
-        binding.window_ms = limit.window_ms;
-        break;
-      }
-    }
-    if (binding.window_ms == 0 && !policy.limits.empty()) {
-      binding.window_ms = policy.limits.front().window_ms;
-    }
-    decision.count = 1;
-    decision.binding = 0;
     return decision;
   }
 
-  absl::Status ServerError(const RespValue& reply) {
+  absl::Status ServerError(const resp::Value& reply) {
     server_errors_.fetch_add(1, std::memory_order_relaxed);
-    if (reply.text.starts_with("NOAUTH") || reply.text.starts_with("WRONGPASS")) {
-      return absl::PermissionDeniedError(reply.text);
-    }
-    return absl::InvalidArgumentError(reply.text);
+    return client_internal::ErrorStatus(reply);
   }
 
   // The policy's FailureMode decides, and the failure is counted and reported.
-  Decision Degrade(const Policy& policy, int64_t cost, const absl::Status& why) {
-    Decision decision = FailureDecision(policy, cost);
-    (decision.allowed ? failed_open_ : failed_closed_).fetch_add(1, std::memory_order_relaxed);
+  Decision Degrade(const Policy& policy, const absl::Status& why) {
+    Decision decision = FailureDecision(policy);
+    (decision.decided_by == DecidedBy::kFailOpen ? failed_open_ : failed_closed_)
+        .fetch_add(1, std::memory_order_relaxed);
     if (options_.on_failure) options_.on_failure(policy, why);
     return decision;
   }
 
-  Decision FailureDecision(const Policy& policy, int64_t cost) const {
+  Decision FailureDecision(const Policy& policy) const {
     Decision decision;
-    const Limit* limit = TightestLimit(policy);
     const bool open = policy.failure_mode == FailureMode::kFailOpen;
+    decision.decided_by = open ? DecidedBy::kFailOpen : DecidedBy::kFailClosed;
     decision.allowed = open;
-    decision.limit = limit != nullptr ? limit->capacity() : 0;
-    decision.remaining = open ? std::max<int64_t>(0, decision.limit - cost) : 0;
     decision.retry_after_ms = open ? 0 : options_.fail_closed_retry_after_ms;
-    decision.reset_after_ms = open ? 0 : options_.fail_closed_retry_after_ms;
-    decision.limits[0] = LimitResult{
-        decision.allowed,   decision.limit,          limit != nullptr ? limit->window_ms : 0,
-        decision.remaining, decision.retry_after_ms, decision.reset_after_ms};
-    decision.count = 1;
+    // Nothing about the limits or their state is known: count 0, the numbers stay 0.
+    if (policy.shadow) ApplyShadow(decision);
     return decision;
   }
 
@@ -211,21 +115,35 @@ class RemoteLimiter::Impl {
            absl::IsPermissionDenied(status);
   }
 
-  const RemoteLimiterOptions options_;
+  int64_t WallNowMs() const { return clock_->WallMs(); }
+
+  RemoteLimiterStats Stats() const {
+    RemoteLimiterStats stats;
+    stats.checks = checks_.load(std::memory_order_relaxed);
+    stats.answered = answered_.load(std::memory_order_relaxed);
+    stats.failed_open = failed_open_.load(std::memory_order_relaxed);
+    stats.failed_closed = failed_closed_.load(std::memory_order_relaxed);
+    stats.timeouts = pool_->timeouts();
+    stats.server_errors = server_errors_.load(std::memory_order_relaxed);
+    stats.connects = pool_->counters().connects.load(std::memory_order_relaxed);
+    stats.connection_failures =
+        pool_->counters().connection_failures.load(std::memory_order_relaxed);
+    return stats;
+  }
+
   std::atomic<uint64_t> checks_{0};
+
+ private:
+  const RemoteLimiterOptions options_;
+  const Clock* const clock_;
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> failed_open_{0};
   std::atomic<uint64_t> failed_closed_{0};
-  std::atomic<uint64_t> timeouts_{0};
   std::atomic<uint64_t> server_errors_{0};
-  ConnectionCounters counters_;
-
- private:
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
-  ConnectionOptions connection_options_;
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::atomic<size_t> next_{0};
+  // One endpoint today; a cluster client would hold one pool per node and route by key slot.
+  std::unique_ptr<EndpointPool> pool_;
   std::thread thread_;
 };
 
@@ -251,8 +169,9 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const 
   std::string commands;
   std::vector<size_t> sent;  // indexes of the requests that were encoded
   for (size_t i = 0; i < requests.size(); ++i) {
-    absl::Status status = impl_->AppendPolicyCommand("RL.CHECK", *requests[i].policy,
-                                                     requests[i].key, &requests[i].cost, &commands);
+    const Request& request = requests[i];
+    absl::Status status =
+        impl_->Encode("RL.CHECK", *request.policy, request.key, &request.cost, &commands);
     if (status.ok()) {
       sent.push_back(i);
     } else {
@@ -260,20 +179,21 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const 
     }
   }
   if (sent.empty()) return results;
-  absl::StatusOr<std::vector<RespValue>> replies = impl_->Execute(std::move(commands), sent.size());
+  absl::StatusOr<std::vector<resp::Value>> replies =
+      impl_->Execute(std::move(commands), sent.size());
   for (size_t j = 0; j < sent.size(); ++j) {
-    const Request& request = requests[sent[j]];
+    const Policy& policy = *requests[sent[j]].policy;
+    absl::StatusOr<Decision>& result = results[sent[j]];
     if (!replies.ok()) {
-      results[sent[j]] = Impl::IsUnavailability(replies.status())
-                             ? absl::StatusOr<Decision>(
-                                   impl_->Degrade(*request.policy, request.cost, replies.status()))
-                             : absl::StatusOr<Decision>(replies.status());
-    } else {
-      results[sent[j]] = impl_->ToDecision((*replies)[j], *request.policy);
-      // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
-      if (absl::IsPermissionDenied(results[sent[j]].status())) {
-        results[sent[j]] = impl_->Degrade(*request.policy, request.cost, results[sent[j]].status());
-      }
+      result = Impl::IsUnavailability(replies.status())
+                   ? absl::StatusOr<Decision>(impl_->Degrade(policy, replies.status()))
+                   : absl::StatusOr<Decision>(replies.status());
+      continue;
+    }
+    result = impl_->ToDecision((*replies)[j], policy);
+    // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
+    if (absl::IsPermissionDenied(result.status())) {
+      result = impl_->Degrade(policy, result.status());
     }
   }
   return results;
@@ -283,26 +203,22 @@ absl::StatusOr<Decision> RemoteLimiter::Peek(const Policy& policy, std::string_v
                                              int64_t cost) {
   impl_->checks_.fetch_add(1, std::memory_order_relaxed);
   std::string command;
-  if (absl::Status s = impl_->AppendPolicyCommand("RL.PEEK", policy, key, &cost, &command);
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<std::vector<RespValue>> replies = impl_->Execute(std::move(command), 1);
+  if (absl::Status s = impl_->Encode("RL.PEEK", policy, key, &cost, &command); !s.ok()) return s;
+  absl::StatusOr<std::vector<resp::Value>> replies = impl_->Execute(std::move(command), 1);
   if (!replies.ok()) return replies.status();
   return impl_->ToDecision(replies->front(), policy);
 }
 
 absl::StatusOr<int64_t> RemoteLimiter::Reset(const Policy& policy, std::string_view key) {
   std::string command;
-  if (absl::Status s = impl_->AppendPolicyCommand("RL.RESET", policy, key, nullptr, &command);
-      !s.ok()) {
+  if (absl::Status s = impl_->Encode("RL.RESET", policy, key, nullptr, &command); !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::vector<RespValue>> replies = impl_->Execute(std::move(command), 1);
+  absl::StatusOr<std::vector<resp::Value>> replies = impl_->Execute(std::move(command), 1);
   if (!replies.ok()) return replies.status();
-  const RespValue& reply = replies->front();
-  if (reply.type == RespValue::Type::kError) return impl_->ServerError(reply);
-  if (reply.type != RespValue::Type::kInteger) {
+  const resp::Value& reply = replies->front();
+  if (reply.type == resp::Value::Type::kError) return impl_->ServerError(reply);
+  if (reply.type != resp::Value::Type::kInteger) {
     return absl::InternalError("unexpected RL.RESET reply");
   }
   return reply.integer;
@@ -310,32 +226,21 @@ absl::StatusOr<int64_t> RemoteLimiter::Reset(const Policy& policy, std::string_v
 
 absl::Status RemoteLimiter::Ping() {
   std::string command;
-  AppendCommand(&command, {"PING"});
-  absl::StatusOr<std::vector<RespValue>> replies = impl_->Execute(std::move(command), 1);
+  resp::Writer(&command).Command({"PING"});
+  absl::StatusOr<std::vector<resp::Value>> replies = impl_->Execute(std::move(command), 1);
   if (!replies.ok()) return replies.status();
-  if (replies->front().type == RespValue::Type::kError) {
+  if (replies->front().type == resp::Value::Type::kError) {
     return impl_->ServerError(replies->front());
   }
   return absl::OkStatus();
 }
 
-int64_t RemoteLimiter::WallNowMs() const { return absl::ToUnixMillis(absl::Now()); }
+int64_t RemoteLimiter::WallNowMs() const { return impl_->WallNowMs(); }
 
-RemoteLimiterStats RemoteLimiter::Stats() const {
-  RemoteLimiterStats stats;
-  stats.checks = impl_->checks_.load(std::memory_order_relaxed);
-  stats.answered = impl_->answered_.load(std::memory_order_relaxed);
-  stats.failed_open = impl_->failed_open_.load(std::memory_order_relaxed);
-  stats.failed_closed = impl_->failed_closed_.load(std::memory_order_relaxed);
-  stats.timeouts = impl_->timeouts_.load(std::memory_order_relaxed);
-  stats.server_errors = impl_->server_errors_.load(std::memory_order_relaxed);
-  stats.connects = impl_->counters_.connects.load(std::memory_order_relaxed);
-  stats.connection_failures = impl_->counters_.connection_failures.load(std::memory_order_relaxed);
-  return stats;
-}
+RemoteLimiterStats RemoteLimiter::Stats() const { return impl_->Stats(); }
 
-Decision RemoteLimiter::FailureDecision(const Policy& policy, int64_t cost) const {
-  return impl_->FailureDecision(policy, cost);
+Decision RemoteLimiter::FailureDecision(const Policy& policy) const {
+  return impl_->FailureDecision(policy);
 }
 
 }  // namespace rl

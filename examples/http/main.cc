@@ -4,6 +4,9 @@
 //   POST /v1/exports   cost 10 of 30/h, fail-closed  anything else: the global default policy
 // A client is its X-Api-Key (hashed), else its IP. Denied: 429 {"error":"rate_limited"} with
 // Retry-After; every limited response carries X-RateLimit-* and RateLimit-Policy/RateLimit.
+// Limiter unreachable (remote): fail-open routes answer normally without rate-limit headers,
+// fail-closed routes 503 {"error":"rate_limiter_unavailable"} with a short Retry-After; the log
+// gets one line when the outage starts and one when it ends.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -13,12 +16,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "boost/beast/http/field.hpp"
 #include "boost/beast/http/status.hpp"
 #include "boost/program_options.hpp"
 #include "http_server.h"
+#include "outage_log.h"
 #include "rate_limit_gate.h"
 #include "rl/limiter.h"
 #include "rl/rate_limiter.h"
@@ -75,6 +81,13 @@ Response Handle(const rl_http::RateLimitGate& gate, const Request& request,
   return response;
 }
 
+// A log line on stderr, stamped with the UTC time.
+void Log(std::string_view line) {
+  const std::string now =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  std::fprintf(stderr, "%s %.*s\n", now.c_str(), static_cast<int>(line.size()), line.data());
+}
+
 bool ParseHostPort(const std::string& text, std::string* host, uint16_t* port) {
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
@@ -128,6 +141,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  rl_http::OutageLog outage(nullptr, Log);
   std::unique_ptr<rl::Limiter> engine;
   std::unique_ptr<rl::RateLimiter> limiter;
   if (backend == "local") {
@@ -141,10 +155,8 @@ int main(int argc, char** argv) {
     }
     remote.timeout = std::chrono::milliseconds(timeout_ms);
     remote.connections = static_cast<size_t>(threads);
-    remote.on_failure = [](const rl::Policy& policy, const absl::Status& why) {
-      std::fprintf(stderr, "limiter unavailable (%s, policy %s): %s\n",
-                   policy.failure_mode == rl::FailureMode::kFailOpen ? "allowing" : "denying",
-                   policy.name.c_str(), why.ToString().c_str());
+    remote.on_failure = [&outage](const rl::Policy& policy, const absl::Status& why) {
+      outage.Failure(policy, why);
     };
     absl::StatusOr<std::unique_ptr<rl::RemoteLimiter>> created =
         rl::RemoteLimiter::Create(std::move(remote));
@@ -159,7 +171,7 @@ int main(int argc, char** argv) {
   }
 
   absl::StatusOr<rl_http::RateLimitGate> gate =
-      rl_http::RateLimitGate::Create(rl_http::DefaultRouteConfig(), limiter.get());
+      rl_http::RateLimitGate::Create(rl_http::DefaultRouteConfig(), limiter.get(), &outage);
   if (!gate.ok()) {
     std::fprintf(stderr, "policy config: %s\n", gate.status().ToString().c_str());
     return 2;

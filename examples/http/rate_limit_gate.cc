@@ -3,7 +3,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
 
 namespace rl_http {
@@ -28,9 +30,10 @@ RouteConfig DefaultRouteConfig() {
 }
 
 absl::StatusOr<RateLimitGate> RateLimitGate::Create(const RouteConfig& config,
-                                                    rl::RateLimiter* limiter) {
+                                                    rl::RateLimiter* limiter, OutageLog* outage) {
   RateLimitGate gate;
   gate.limiter_ = limiter;
+  gate.outage_ = outage;
   for (const auto& [name, spec] : config.policies) {
     absl::StatusOr<rl::Policy> policy = rl::ParsePolicy(name, std::string_view(spec));
     if (!policy.ok()) return policy.status();
@@ -84,10 +87,20 @@ GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
     result.allowed = !result.unavailable;
     return result;
   }
-  // Shadow policies count but never block (the engine reports shadow_denied; a remote limiter
-  // may answer for the limits alone).
-  result.allowed = decision->allowed || result.policy->shadow;
-  result.headers = rl::HeaderValues(*decision, result.policy->name, limiter_->WallNowMs());
+  // Shadow policies count but never block: both limiters allow and report shadow_denied.
+  result.allowed = decision->allowed;
+  const rl::DecidedBy by = decision->decided_by;
+  if (by == rl::DecidedBy::kFailOpen || by == rl::DecidedBy::kFailClosed) {
+    // An outage, not the client's doing: no limit was evaluated, so no rate-limit headers.
+    result.unavailable = !decision->allowed;
+    if (result.unavailable) {
+      const int64_t ms = std::max<int64_t>(decision->retry_after_ms, 1);
+      result.headers.push_back({"Retry-After", std::to_string((ms + 999) / 1000)});
+    }
+  } else {
+    if (outage_ != nullptr) outage_->Answered();
+    result.headers = rl::HeaderValues(*decision, result.policy->name, limiter_->WallNowMs());
+  }
   result.decision = *std::move(decision);
   return result;
 }

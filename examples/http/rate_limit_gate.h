@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "outage_log.h"
 #include "rl/decision.h"
 #include "rl/headers.h"
 #include "rl/limit.h"
@@ -41,15 +42,22 @@ struct GateResult {
   const rl::Policy* policy = nullptr;  // null: the route is not limited
   std::optional<rl::Decision> decision;
   bool allowed = true;
-  // The limiter could not answer and the policy is fail-closed: respond 503, not 429.
+  // The limiter could not answer and the policy is fail-closed: respond 503 (the client did
+  // nothing wrong), not 429.
   bool unavailable = false;
-  std::vector<rl::HeaderField> headers;  // to add to the response (limited routes only)
+  // To add to the response. Answered by the limiter: the rate-limit headers. Decided by a
+  // failure mode: none of them (nothing about the limits is known), only a short Retry-After
+  // when unavailable.
+  std::vector<rl::HeaderField> headers;
 };
 
 class RateLimitGate {
  public:
   // Parses every policy spec; fails on a bad spec or an override naming an unknown policy.
-  static absl::StatusOr<RateLimitGate> Create(const RouteConfig& config, rl::RateLimiter* limiter);
+  // `outage` (optional, not owned) is told about every check the limiter answered, to close an
+  // outage episode.
+  static absl::StatusOr<RateLimitGate> Create(const RouteConfig& config, rl::RateLimiter* limiter,
+                                              OutageLog* outage = nullptr);
 
   // The policy for a route (the override, else the default); null for an unlimited route.
   const rl::Policy* PolicyFor(std::string_view method, std::string_view path, int64_t* cost) const;
@@ -63,6 +71,7 @@ class RateLimitGate {
   RateLimitGate() = default;
 
   rl::RateLimiter* limiter_ = nullptr;
+  OutageLog* outage_ = nullptr;
   std::map<std::string, rl::Policy, std::less<>> policies_;
   const rl::Policy* default_policy_ = nullptr;
   struct Route {

@@ -119,4 +119,9 @@ void Writer::Verbatim(std::string_view format, std::string_view text) {
   out_->append("\r\n", 2);
 }
 
+void Writer::Command(std::span<const std::string_view> args) {
+  ArrayHeader(args.size());
+  for (std::string_view arg : args) Bulk(arg);
+}
+
 }  // namespace resp

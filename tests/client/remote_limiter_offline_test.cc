@@ -1,8 +1,11 @@
-// rl::RemoteLimiter without a server: option and request validation, the failure decisions, and
-// that an unreachable server is decided by the policy (fast, counted, reported) — never an error.
+// rl::RemoteLimiter without a server: option and request validation, the failure decisions (which
+// say only what is known), the reconnect back-off on an injected clock, and that an unreachable
+// server is decided by the policy (fast, counted, reported) — never an error.
 #include <chrono>
+#include <string>
 
 #include "gtest/gtest.h"
+#include "rl/clock.h"
 #include "rl/limit.h"
 #include "rl/remote_limiter.h"
 #include "subprocess.h"
@@ -29,22 +32,91 @@ TEST(RemoteLimiterOfflineTest, RejectsBadOptions) {
   EXPECT_FALSE(RemoteLimiter::Create(options).ok());
 }
 
-TEST(RemoteLimiterOfflineTest, FailureDecisionsFollowTheFailureMode) {
+TEST(RemoteLimiterOfflineTest, FailureDecisionsSayOnlyWhatIsKnown) {
   auto limiter = RemoteLimiter::Create(UnreachableOptions());
   ASSERT_TRUE(limiter.ok());
   Policy open = *ParsePolicy("reads", std::string_view("SLIDING_LOG 100 1m FIXED_WINDOW 10 1s"));
-  Decision d = (*limiter)->FailureDecision(open, 3);
+  Decision d = (*limiter)->FailureDecision(open);
   EXPECT_TRUE(d.allowed);
-  EXPECT_EQ(d.limit, 10);  // the tightest limit
-  EXPECT_EQ(d.remaining, 7);
-  EXPECT_EQ(d.retry_after_ms, 0);
-  Policy closed = *ParsePolicy("logins", std::string_view("SLIDING_LOG 5 1m FAIL_CLOSED"));
-  d = (*limiter)->FailureDecision(closed, 1);
-  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.decided_by, DecidedBy::kFailOpen);
+  // No limit was evaluated: nothing about the limits or their state is claimed.
+  EXPECT_EQ(d.count, 0);
+  EXPECT_EQ(d.limit, 0);
   EXPECT_EQ(d.remaining, 0);
-  EXPECT_EQ(d.retry_after_ms, 1000);
-  EXPECT_EQ(d.count, 1);
-  EXPECT_EQ(d.limits[0].window_ms, 60'000);
+  EXPECT_EQ(d.retry_after_ms, 0);
+  EXPECT_EQ(d.reset_after_ms, 0);
+  EXPECT_FALSE(d.shadow_denied);
+
+  Policy closed = *ParsePolicy("logins", std::string_view("SLIDING_LOG 5 1m FAIL_CLOSED"));
+  d = (*limiter)->FailureDecision(closed);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.decided_by, DecidedBy::kFailClosed);
+  EXPECT_EQ(d.retry_after_ms, 1000);  // fail_closed_retry_after_ms
+  EXPECT_EQ(d.count, 0);
+  EXPECT_EQ(d.limit, 0);
+
+  // A name-only policy (kServerPolicy callers need not know the limits) is decided the same way.
+  Policy name_only;
+  name_only.name = "api";
+  name_only.failure_mode = FailureMode::kFailClosed;
+  d = (*limiter)->FailureDecision(name_only);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.decided_by, DecidedBy::kFailClosed);
+
+  // A shadow policy never denies, not even for an outage; the denial is reported.
+  Policy shadow = *ParsePolicy("trial", std::string_view("GCRA 5 1m SHADOW FAIL_CLOSED"));
+  d = (*limiter)->FailureDecision(shadow);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_TRUE(d.shadow_denied);
+  EXPECT_EQ(d.decided_by, DecidedBy::kFailClosed);
+  EXPECT_EQ(d.retry_after_ms, 0);
+}
+
+// The back-off after a failed connection is measured on the injected clock: while it does not
+// move, calls fail at once without touching the network; once it passes, the next call connects
+// again. (The connect itself, refused by the kernel, takes real time; nothing here sleeps.)
+TEST(RemoteLimiterOfflineTest, ReconnectBackoffFollowsTheInjectedClock) {
+  ManualClock clock;
+  std::string last_why;
+  RemoteLimiterOptions options = UnreachableOptions();
+  options.clock = &clock;
+  options.connections = 1;
+  options.timeout = std::chrono::milliseconds(2000);  // a refused connect answers long before
+  options.reconnect_backoff = std::chrono::milliseconds(100);
+  options.on_failure = [&last_why](const Policy&, const absl::Status& why) {
+    last_why = std::string(why.message());
+  };
+  auto limiter = RemoteLimiter::Create(options);
+  ASSERT_TRUE(limiter.ok());
+  Policy open = *ParsePolicy("reads", std::string_view("SLIDING_LOG 5 1m"));
+
+  ASSERT_TRUE((*limiter)->Check(open, "k").ok());
+  EXPECT_EQ((*limiter)->Stats().connection_failures, 1u);
+  EXPECT_NE(last_why.find("connect"), std::string::npos) << last_why;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE((*limiter)->Check(open, "k").ok());
+    EXPECT_NE(last_why.find("back-off"), std::string::npos) << last_why;
+  }
+  clock.Advance(99);
+  ASSERT_TRUE((*limiter)->Check(open, "k").ok());
+  EXPECT_EQ((*limiter)->Stats().connection_failures, 1u);  // still within the back-off
+  clock.Advance(1);
+  ASSERT_TRUE((*limiter)->Check(open, "k").ok());
+  EXPECT_EQ((*limiter)->Stats().connection_failures, 2u);  // tried (and failed) again
+  EXPECT_NE(last_why.find("connect"), std::string::npos) << last_why;
+  EXPECT_EQ((*limiter)->Stats().failed_open, 8u);
+  EXPECT_EQ((*limiter)->Stats().timeouts, 0u);
+}
+
+TEST(RemoteLimiterOfflineTest, WallTimeComesFromTheInjectedClock) {
+  ManualClock clock(0, 1'234'567'000);
+  RemoteLimiterOptions options = UnreachableOptions();
+  options.clock = &clock;
+  auto limiter = RemoteLimiter::Create(options);
+  ASSERT_TRUE(limiter.ok());
+  EXPECT_EQ((*limiter)->WallNowMs(), 1'234'567'000);
+  clock.Advance(5);
+  EXPECT_EQ((*limiter)->WallNowMs(), 1'234'567'005);
 }
 
 TEST(RemoteLimiterOfflineTest, InvalidRequestsAreErrorsWithoutANetworkCall) {

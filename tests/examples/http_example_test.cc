@@ -1,7 +1,8 @@
 // rl-http-example as a real process on a free loopback port: 8 parallel requests against a limit
 // of 5 give 5x200 and 3x429 with the headers, another API key is unaffected, /health is
-// unlimited; with an unreachable remote limiter reads fail open and exports fail closed; and two
-// instances on one rl-server share a single count.
+// unlimited; with an unreachable remote limiter reads fail open (no rate-limit headers) and
+// exports fail closed (503, not 429), logged once per outage; and two instances on one rl-server
+// share a single count.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,7 +13,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,11 +94,13 @@ std::vector<HttpReply> Parallel(const std::vector<int>& ports, int count, const 
   return replies;
 }
 
-// Starts rl-http-example with `flags` on a free port; returns the port (0 on failure).
-int StartExample(rl_test::Subprocess& process, std::vector<std::string> flags) {
+// Starts rl-http-example with `flags` on a free port; returns the port (0 on failure). Its log
+// (stderr) goes to `log_path` when given.
+int StartExample(rl_test::Subprocess& process, std::vector<std::string> flags,
+                 const std::string& log_path = "") {
   std::vector<std::string> argv{RL_HTTP_EXAMPLE_PATH, "--port", "0"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  if (!process.Start(argv)) return 0;
+  if (!process.Start(argv, log_path)) return 0;
   std::string line;
   if (!process.ReadLine(&line, milliseconds(5000))) return 0;
   // "rl-http-example listening on 127.0.0.1:PORT limiter=..."
@@ -155,22 +161,60 @@ TEST(HttpExampleTest, LocalLimiterEightParallelRequestsFivePass) {
   EXPECT_EQ(statuses, (std::vector<int>{202, 202, 202, 429}));
 }
 
+std::string LogPath(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) /
+          (name + "-" + std::to_string(::getpid()) + ".log"))
+      .string();
+}
+
+// The lines of the example's log that contain `text`.
+int CountLogLines(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  int count = 0;
+  for (std::string line; std::getline(in, line);) count += line.find(text) != std::string::npos;
+  return count;
+}
+
+void ExpectNoRateLimitHeaders(const HttpReply& reply) {
+  for (const char* name : {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
+                           "ratelimit-policy", "ratelimit"}) {
+    EXPECT_FALSE(reply.headers.count(name)) << name << " on " << reply.status;
+  }
+}
+
 TEST(HttpExampleTest, UnreachableRemoteLimiterReadsFailOpenExportsFailClosed) {
   rl_test::Subprocess example;
   const int dead_port = rl_test::FreeLoopbackPort();  // nothing listens there
-  const int port =
-      StartExample(example, {"--limiter", "remote", "--server",
-                             "127.0.0.1:" + std::to_string(dead_port), "--timeout-ms", "50"});
+  const std::string log = LogPath("unreachable");
+  const int port = StartExample(example,
+                                {"--limiter", "remote", "--server",
+                                 "127.0.0.1:" + std::to_string(dead_port), "--timeout-ms", "50"},
+                                log);
   ASSERT_GT(port, 0);
   const auto start = std::chrono::steady_clock::now();
   HttpReply read = Request(port, "GET", "/api/products", "key-A");
   HttpReply export_reply = Request(port, "POST", "/v1/exports", "key-A");
   const auto elapsed = std::chrono::steady_clock::now() - start;
+  // Fail-open: served, with no invented quota.
   EXPECT_EQ(read.status, 200);
-  EXPECT_EQ(export_reply.status, 429);
-  EXPECT_EQ(export_reply.body, R"({"error":"rate_limited"})");
-  EXPECT_TRUE(export_reply.headers.count("retry-after"));
+  ExpectNoRateLimitHeaders(read);
+  EXPECT_FALSE(read.headers.count("retry-after"));
+  // Fail-closed: the limiter's outage is not the client's fault, so 503 with a distinct error.
+  EXPECT_EQ(export_reply.status, 503);
+  EXPECT_EQ(export_reply.body, R"({"error":"rate_limiter_unavailable"})");
+  EXPECT_EQ(export_reply.headers["retry-after"], "1");
+  ExpectNoRateLimitHeaders(export_reply);
   EXPECT_LT(elapsed, milliseconds(1000));
+
+  // However many requests the outage decides, the log says so once.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(Request(port, "GET", "/api/products", "key-B").status, 200);
+    EXPECT_EQ(Request(port, "POST", "/v1/exports", "key-B").status, 503);
+  }
+  example.Kill();
+  EXPECT_EQ(CountLogLines(log, "rate limiter unavailable"), 1);
+  EXPECT_EQ(CountLogLines(log, "available again"), 0);
+  std::filesystem::remove(log);
 }
 
 #ifdef RL_SERVER_PATH
@@ -193,6 +237,36 @@ TEST(HttpExampleTest, TwoRemoteInstancesShareOneCount) {
   HttpReply other = Request(port_b, "GET", "/api/products", "key-B");
   EXPECT_EQ(other.status, 200);
   EXPECT_EQ(other.headers["x-ratelimit-remaining"], "4");
+}
+
+TEST(HttpExampleTest, OutageEpisodeEndsWhenTheServerAnswersAgain) {
+  const int server_port = rl_test::FreeLoopbackPort();
+  const std::string log = LogPath("episode");
+  rl_test::Subprocess example;
+  const int port = StartExample(
+      example, {"--limiter", "remote", "--server", "127.0.0.1:" + std::to_string(server_port)},
+      log);
+  ASSERT_GT(port, 0);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Request(port, "POST", "/v1/exports", "key-A").status, 503);
+
+  rl_test::Subprocess server;
+  ASSERT_TRUE(
+      server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind", "127.0.0.1"}));
+  ASSERT_TRUE(rl_test::WaitForPort(server_port, milliseconds(5000)));
+  // The client reconnects after its back-off (100 ms); poll until a request is answered.
+  HttpReply reply;
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(5000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    reply = Request(port, "POST", "/v1/exports", "key-A");
+    if (reply.status != 503) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(reply.status, 202);
+  EXPECT_EQ(reply.headers["x-ratelimit-remaining"], "20");
+  example.Kill();
+  EXPECT_EQ(CountLogLines(log, "rate limiter unavailable"), 1);
+  EXPECT_EQ(CountLogLines(log, "rate limiter available again after"), 1);
+  std::filesystem::remove(log);
 }
 #endif
 

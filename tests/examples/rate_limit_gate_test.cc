@@ -1,8 +1,11 @@
 // RateLimitGate without HTTP: route overrides and the global default, weighted cost, unlimited
-// routes, shadow policies, config errors, and client keys that never carry raw client input.
+// routes, shadow policies, config errors, client keys that never carry raw client input, and
+// outages: decisions by a failure mode get no rate-limit headers (fail-closed: 503 with a short
+// Retry-After), and the outage log writes one line per episode, on a manual clock.
 #include "rate_limit_gate.h"
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "rl/clock.h"
@@ -90,6 +93,112 @@ TEST_F(RateLimitGateTest, BadConfigIsRejected) {
   config = DefaultRouteConfig();
   config.default_policy = "missing";
   EXPECT_FALSE(RateLimitGate::Create(config, &limiter_).ok());
+}
+
+// A limiter whose next answer the test sets: stands in for a RemoteLimiter whose server is down.
+class ScriptedLimiter final : public rl::RateLimiter {
+ public:
+  absl::StatusOr<rl::Decision> Check(const rl::Policy&, std::string_view, int64_t) override {
+    return next;
+  }
+  int64_t WallNowMs() const override { return 1'700'000'000'000; }
+  rl::Decision next;
+};
+
+rl::Decision ByFailureMode(bool allowed) {
+  rl::Decision d;  // what RemoteLimiter::FailureDecision gives: nothing about the limits known
+  d.allowed = allowed;
+  d.decided_by = allowed ? rl::DecidedBy::kFailOpen : rl::DecidedBy::kFailClosed;
+  d.retry_after_ms = allowed ? 0 : 1000;
+  return d;
+}
+
+bool HasHeader(const GateResult& result, std::string_view name) {
+  for (const rl::HeaderField& field : result.headers) {
+    if (field.name == name) return true;
+  }
+  return false;
+}
+
+TEST(RateLimitGateOutageTest, FailureModeDecisionsCarryNoRateLimitHeaders) {
+  ScriptedLimiter limiter;
+  absl::StatusOr<RateLimitGate> gate = RateLimitGate::Create(DefaultRouteConfig(), &limiter);
+  ASSERT_TRUE(gate.ok());
+
+  limiter.next = ByFailureMode(true);
+  GateResult open = gate->Check("GET", "/api/products", "key:a");
+  EXPECT_TRUE(open.allowed);
+  EXPECT_FALSE(open.unavailable);
+  EXPECT_TRUE(open.headers.empty());  // no invented X-RateLimit-Remaining or RateLimit t=0
+
+  limiter.next = ByFailureMode(false);
+  GateResult closed = gate->Check("POST", "/v1/exports", "key:a");
+  EXPECT_FALSE(closed.allowed);
+  EXPECT_TRUE(closed.unavailable);  // -> 503, not 429
+  ASSERT_EQ(closed.headers.size(), 1u);
+  EXPECT_EQ(closed.headers[0].name, "Retry-After");
+  EXPECT_EQ(closed.headers[0].value, "1");
+
+  limiter.next.retry_after_ms = 2500;  // rounded up, never early
+  EXPECT_EQ(gate->Check("POST", "/v1/exports", "key:a").headers[0].value, "3");
+
+  // A denial the limiter made is still a 429 with its headers.
+  limiter.next = rl::Decision{};
+  limiter.next.allowed = false;
+  limiter.next.limit = 5;
+  limiter.next.retry_after_ms = 4000;
+  limiter.next.count = 1;
+  limiter.next.limits[0] = rl::LimitResult{false, 5, 60'000, 0, 4000, 60'000};
+  GateResult limited = gate->Check("GET", "/api/products", "key:a");
+  EXPECT_FALSE(limited.allowed);
+  EXPECT_FALSE(limited.unavailable);
+  EXPECT_TRUE(HasHeader(limited, "X-RateLimit-Limit"));
+  EXPECT_TRUE(HasHeader(limited, "Retry-After"));
+}
+
+TEST(RateLimitGateOutageTest, OneLogLinePerOutageEpisode) {
+  rl::ManualClock clock;
+  std::vector<std::string> lines;
+  OutageLog log(&clock, [&lines](std::string_view line) { lines.emplace_back(line); });
+  ScriptedLimiter limiter;
+  absl::StatusOr<RateLimitGate> gate = RateLimitGate::Create(DefaultRouteConfig(), &limiter, &log);
+  ASSERT_TRUE(gate.ok());
+  int64_t cost = 0;
+  const rl::Policy* products = gate->PolicyFor("GET", "/api/products", &cost);
+  const rl::Policy* exports = gate->PolicyFor("POST", "/v1/exports", &cost);
+
+  limiter.next = rl::Decision{};  // answered: no episode, nothing logged
+  gate->Check("GET", "/api/products", "key:a");
+  EXPECT_TRUE(lines.empty());
+
+  // An outage of 100 checks (RemoteLimiter calls on_failure -> Failure for each): one line.
+  const absl::Status why = absl::UnavailableError("connect to rl-server: Connection refused");
+  for (int i = 0; i < 100; ++i) {
+    log.Failure(i % 4 == 0 ? *exports : *products, why);
+    clock.Advance(10);
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("rate limiter unavailable"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("Connection refused"), std::string::npos) << lines[0];
+  EXPECT_TRUE(log.in_outage());
+
+  // The first answered check ends it: one line with its length and counts.
+  gate->Check("GET", "/api/products", "key:a");
+  gate->Check("GET", "/api/products", "key:a");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1],
+            "rate limiter available again after 1000 ms; the failure modes decided 100 checks "
+            "(75 allowed, 25 denied)");
+  EXPECT_FALSE(log.in_outage());
+
+  // A new outage is a new episode with fresh counts.
+  log.Failure(*products, why);
+  clock.Advance(250);
+  log.Answered();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3],
+            "rate limiter available again after 250 ms; the failure modes decided 1 checks "
+            "(1 allowed, 0 denied)");
 }
 
 TEST(ClientKeyTest, ApiKeysAreHashedAndNeverAppearRaw) {

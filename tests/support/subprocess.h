@@ -68,6 +68,7 @@ struct SpawnOptions {
   Output output = Output::kPipe;
   std::string output_path;        // for kFile
   bool stderr_to_stdout = false;  // for kPipe: capture stderr too (otherwise it is the test's)
+  std::string stderr_path;        // for kPipe: stderr to this file (truncated) instead
 };
 
 class Subprocess {
@@ -91,6 +92,11 @@ class Subprocess {
           ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (file_fd < 0) return false;
     }
+    int err_fd = -1;
+    if (options.output == SpawnOptions::Output::kPipe && !options.stderr_path.empty()) {
+      err_fd = ::open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (err_fd < 0) return false;
+    }
     // Everything the child touches is prepared before fork: between fork and exec only
     // async-signal-safe calls are allowed (the test may have threads).
     std::vector<char*> args;
@@ -105,6 +111,7 @@ class Subprocess {
         ::dup2(fds[1], STDOUT_FILENO);
         if (options.stderr_to_stdout) ::dup2(fds[1], STDERR_FILENO);
       }
+      if (err_fd >= 0) ::dup2(err_fd, STDERR_FILENO);
       if (file_fd >= 0) {
         ::dup2(file_fd, STDOUT_FILENO);
         ::dup2(file_fd, STDERR_FILENO);
@@ -114,6 +121,7 @@ class Subprocess {
     }
     if (fds[1] >= 0) ::close(fds[1]);
     if (file_fd >= 0) ::close(file_fd);
+    if (err_fd >= 0) ::close(err_fd);
     if (pid < 0) {
       if (fds[0] >= 0) ::close(fds[0]);
       return false;
@@ -121,6 +129,21 @@ class Subprocess {
     pid_ = pid;
     stdout_fd_ = fds[0];
     return true;
+  }
+
+  // stdout to a pipe, stderr to `stderr_path` (truncated) for the test to read.
+  bool Start(const std::vector<std::string>& argv, const std::string& stderr_path) {
+    SpawnOptions options;
+    options.stderr_path = stderr_path;
+    return Start(argv, options);
+  }
+
+  // SIGSTOP, and returns once the child is stopped: kill() only queues the signal, and a child
+  // that is still running on another CPU may answer a request or two after it returned.
+  bool Stop() {
+    if (pid_ <= 0 || ::kill(pid_, SIGSTOP) != 0) return false;
+    int status = 0;
+    return ::waitpid(pid_, &status, WUNTRACED) == pid_ && WIFSTOPPED(status);
   }
 
   // The next line of the child's stdout, or false after `timeout` / at end of output.

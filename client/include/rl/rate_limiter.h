@@ -20,7 +20,8 @@ class RateLimiter {
   // Checks every limit of `policy` for `key` and consumes `cost` only when all allow. The state
   // lives under the policy's name. An error means the request itself was invalid (negative cost,
   // a limit the server rejects); an unreachable remote limiter is not an error but a decision
-  // made by the policy's FailureMode. Shadow mode is the caller's to apply.
+  // made by the policy's FailureMode (Decision::decided_by says which). Both back ends apply
+  // shadow mode: a shadow policy's denial comes back allowed, with Decision::shadow_denied.
   virtual absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
                                          int64_t cost = 1) = 0;
   // Unix time in ms as the limiter sees it, for X-RateLimit-Reset (rl::HeaderValues).

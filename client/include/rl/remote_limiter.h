@@ -4,6 +4,10 @@
 // FailureMode decides (fail-open: allow and count the failure; fail-closed: deny). Connections
 // are pooled, concurrent calls are pipelined on them, and a lost server is reconnected to on
 // its own once it is back.
+//
+// State: a policy's state lives under the policy's name and the key (plus each limit's algorithm
+// and window) in both modes, the same state `RL.CHECK key POLICY name` and the in-process
+// Limiter::Check(policy, key) use: one policy name and key are one count whoever asks.
 #pragma once
 
 #include <chrono>
@@ -17,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "rl/clock.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
 #include "rl/rate_limiter.h"
@@ -33,11 +38,15 @@ struct RemoteLimiterOptions {
   // After a connection fails, calls routed to it fail immediately (no waiting for the timeout)
   // for this long; the next call after it tries to reconnect.
   std::chrono::milliseconds reconnect_backoff{100};
-  // Sent with AUTH on every new connection when non-empty.
+  // Sent as HELLO 3 AUTH default <password> on every new connection when non-empty.
   std::string password;
-  // How a policy reaches the server. kInline sends the policy's limits with each call (the
-  // caller's Policy is the truth, the server needs no configuration; the state key is
-  // "<policy name>:<key>"). kServerPolicy sends "POLICY <name>": the server's definition applies.
+  // How a policy reaches the server. Both keep the state under the policy's name and the key.
+  //   kInline sends `RL.CHECK <key> POLICY <name> <limits...>`: the caller's limits and shadow
+  //     flag are the truth (the server needs no configuration); the client applies shadow mode.
+  //   kServerPolicy sends `RL.CHECK <key> POLICY <name>`: the server's stored definition (its
+  //     limits and its shadow flag) decides; only the name of the caller's Policy is used, plus
+  //     its failure mode (and shadow flag) when the server cannot be asked.
+  // Connections speak RESP3 (HELLO 3) in both modes, so a reply can say shadow_denied.
   enum class PolicyMode { kInline, kServerPolicy };
   PolicyMode policy_mode = PolicyMode::kInline;
   // Retry-After given to callers denied because the server could not be reached (fail-closed).
@@ -45,13 +54,16 @@ struct RemoteLimiterOptions {
   // Called (on the calling thread) for every check decided by a FailureMode: the place to raise
   // an alarm. Must be cheap and thread-safe.
   std::function<void(const Policy& policy, const absl::Status& why)> on_failure;
+  // Time for the reconnect back-off and WallNowMs; not owned, null = SteadyClock::Default(). The
+  // call timeout is real time whatever the clock: it bounds a wait on the network.
+  const Clock* clock = nullptr;
 };
 
 struct RemoteLimiterStats {
   uint64_t checks = 0;         // Check/Peek calls
   uint64_t answered = 0;       // calls the server answered
-  uint64_t failed_open = 0;    // allowed by FailureMode::kFailOpen (server unavailable)
-  uint64_t failed_closed = 0;  // denied by FailureMode::kFailClosed (server unavailable)
+  uint64_t failed_open = 0;    // decided by FailureMode::kFailOpen (server unavailable)
+  uint64_t failed_closed = 0;  // decided by FailureMode::kFailClosed (server unavailable)
   uint64_t timeouts = 0;       // calls that ran out of time (a subset of the two above)
   uint64_t server_errors = 0;  // error replies (-ERR ...), returned as absl errors
   uint64_t connects = 0;       // successful (re)connects
@@ -70,7 +82,8 @@ class RemoteLimiter final : public RateLimiter {
 
   // RL.CHECK. Server unavailable, too slow, or refusing our credentials -> the policy's
   // FailureMode decides (see FailureDecision). An error reply to the request itself (bad limit,
-  // unknown policy) -> that error.
+  // unknown policy) -> that error. A shadow policy never denies: a denial becomes allowed with
+  // Decision::shadow_denied (kInline: the caller's flag; kServerPolicy: the server's).
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
                                  int64_t cost = 1) override;
   // Several checks in one round trip (pipelined on one connection, one timeout for all): for a
@@ -91,9 +104,13 @@ class RemoteLimiter final : public RateLimiter {
   int64_t WallNowMs() const override;
   RemoteLimiterStats Stats() const;
 
-  // The decision made without the server: fail-open allows as if the key were fresh; fail-closed
-  // denies with fail_closed_retry_after_ms.
-  Decision FailureDecision(const Policy& policy, int64_t cost) const;
+  // The decision made without the server, which says only what is known. decided_by is
+  // kFailOpen (allowed) or kFailClosed (denied, retry_after_ms = fail_closed_retry_after_ms;
+  // a shadow policy is allowed instead, with shadow_denied). No limit was evaluated: count is 0,
+  // and limit, remaining and reset_after_ms are 0, meaning unknown, not "a limit of 0" (with
+  // kServerPolicy the client may not even know the limits). Callers must not print rate-limit
+  // headers from it.
+  Decision FailureDecision(const Policy& policy) const;
 
  private:
   class Impl;

@@ -12,6 +12,10 @@ inline constexpr int64_t kRetryNever = -1;
 
 // Who decided a check: the limiter itself, or (for a remote limiter that could not reach its
 // server in time) the policy's failure mode or the in-process fallback.
+// A decision by kFailOpen / kFailClosed evaluated no limit, so it claims nothing about them:
+// `count` is 0 and `limit`, `remaining` and `reset_after_ms` are 0 meaning "unknown" (not a
+// limit of 0); only `allowed`, `retry_after_ms` (fail-closed: when to ask again),
+// `shadow_denied` and `decided_by` carry meaning. Do not derive rate-limit headers from it.
 enum class DecidedBy : uint8_t {
   kLimiter = 0,     // the limits were evaluated (locally or by the server)
   kFailOpen = 1,    // the server was unavailable; allowed by FailureMode::kFailOpen

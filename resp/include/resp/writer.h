@@ -1,10 +1,13 @@
 // RESP2/RESP3 reply writer: appends encoded values to a caller-owned buffer, so a batch of
 // pipelined replies leaves in one write. With protocol 2 the RESP3-only types downgrade as Redis
 // does: map -> flat array, set -> array, null -> $-1, boolean -> :1/:0, double -> bulk string,
-// big number -> bulk string, verbatim -> bulk string, push -> array.
+// big number -> bulk string, verbatim -> bulk string, push -> array. A client writes its
+// commands with it too (Command).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -34,6 +37,13 @@ class Writer {
   void BigNumber(std::string_view digits);
   // format is 3 chars, e.g. "txt" (any other length is written as "txt"); RESP2: bulk of text.
   void Verbatim(std::string_view format, std::string_view text);
+
+  // A command as a client sends it: an array of bulk strings, binary-safe (nothing is replaced;
+  // the same bytes in any protocol version).
+  void Command(std::span<const std::string_view> args);
+  void Command(std::initializer_list<std::string_view> args) {
+    Command(std::span<const std::string_view>(args.begin(), args.size()));
+  }
 
  private:
   std::string* out_;

@@ -34,7 +34,7 @@ int main() {
   }
   absl::StatusOr<std::unique_ptr<rl::RemoteLimiter>> remote =
       rl::RemoteLimiter::Create(rl::RemoteLimiterOptions{});
-  if (!remote.ok() || !(*remote)->FailureDecision(*policy, 1).allowed) {
+  if (!remote.ok() || !(*remote)->FailureDecision(*policy).allowed) {
     std::fprintf(stderr, "RemoteLimiter\n");
     return 1;
   }

@@ -1,0 +1,54 @@
+// The connections of rl::RemoteLimiter to one endpoint (one rl-server; for a cluster, one node
+// each): a fixed set of pipelined connections, calls spread round-robin over those not in their
+// reconnect back-off, and the per-call timeout. Knows nothing of rate limits: it sends encoded
+// commands and hands back replies.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "boost/asio/io_context.hpp"
+#include "connection.h"
+#include "resp/reply_parser.h"
+
+namespace rl::client_internal {
+
+class EndpointPool {
+ public:
+  // `connections` > 0. Connects lazily (the first call on each connection).
+  EndpointPool(boost::asio::io_context& io, ConnectionOptions options, size_t connections);
+  EndpointPool(const EndpointPool&) = delete;
+  EndpointPool& operator=(const EndpointPool&) = delete;
+
+  // Any thread: sends `commands` (encoded, producing `expected` replies) on one connection and
+  // waits for all replies within `timeout`. DeadlineExceeded when they do not come in time
+  // (that connection is then closed), Unavailable / PermissionDenied / Internal when the
+  // connection fails.
+  absl::StatusOr<std::vector<resp::Value>> Execute(std::string commands, size_t expected,
+                                                   absl::Duration timeout);
+  // I/O thread: closes every connection, failing their pending calls with `status`.
+  void CloseAll(const absl::Status& status);
+
+  uint64_t timeouts() const { return timeouts_.load(std::memory_order_relaxed); }
+  const ConnectionCounters& counters() const { return counters_; }
+
+ private:
+  // Round-robin, skipping connections in their back-off while another one is usable: one
+  // connection closed by a single slow reply should not fail a share of the calls.
+  Connection& Pick();
+
+  const ConnectionOptions options_;  // the connections keep a reference
+  ConnectionCounters counters_;
+  std::atomic<uint64_t> timeouts_{0};
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::atomic<size_t> next_{0};
+};
+
+}  // namespace rl::client_internal

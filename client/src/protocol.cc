@@ -1,0 +1,127 @@
+// RemoteLimiter's wire protocol: see protocol.h.
+#include "protocol.h"
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "resp/writer.h"
+
+namespace rl::client_internal {
+namespace {
+
+bool IsInteger(const resp::Value* v) {
+  return v != nullptr &&
+         (v->type == resp::Value::Type::kInteger || v->type == resp::Value::Type::kBoolean);
+}
+
+}  // namespace
+
+absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
+                                 std::string_view key, const int64_t* cost, std::string* out) {
+  if (cost != nullptr && *cost < 0) return absl::InvalidArgumentError("cost must be >= 0");
+  if (absl::Status s = ValidatePolicyName(policy.name); !s.ok()) return s;
+  // Limit specs are printed canonically and split into tokens; the views point into `specs`.
+  std::vector<std::string> specs;
+  std::vector<std::string_view> args{verb, key, "POLICY", policy.name};
+  if (mode == PolicyMode::kInline) {
+    if (policy.limits.empty()) return absl::InvalidArgumentError("policy has no limits");
+    specs.reserve(policy.limits.size());
+    for (const Limit& limit : policy.limits) {
+      specs.push_back(FormatLimit(limit));
+      for (std::string_view token : SplitSpec(specs.back())) args.push_back(token);
+    }
+  }
+  const std::string cost_text = cost != nullptr ? std::to_string(*cost) : std::string();
+  if (cost != nullptr) {
+    args.push_back("COST");
+    args.push_back(cost_text);
+  }
+  resp::Writer(out).Command(args);
+  return absl::OkStatus();
+}
+
+void AppendHello(std::string_view password, std::string* out) {
+  resp::Writer w(out);
+  if (password.empty()) {
+    w.Command({"HELLO", "3"});
+  } else {
+    w.Command({"HELLO", "3", "AUTH", "default", password});
+  }
+}
+
+absl::Status CheckHelloReply(const resp::Value& reply) {
+  if (reply.type == resp::Value::Type::kError) {
+    absl::Status status = ErrorStatus(reply);
+    if (absl::IsPermissionDenied(status)) return status;
+    return absl::UnavailableError(
+        absl::StrCat("rl-server refused HELLO 3 (RESP3 is required): ", reply.text));
+  }
+  if (reply.type != resp::Value::Type::kMap) {
+    return absl::UnavailableError("rl-server answered HELLO 3 without a map");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ErrorStatus(const resp::Value& reply) {
+  const std::string& text = reply.text;
+  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS")) {
+    return absl::PermissionDeniedError(text);
+  }
+  return absl::InvalidArgumentError(text);
+}
+
+absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& policy) {
+  using Type = resp::Value::Type;
+  if (reply.type == Type::kError) return ErrorStatus(reply);
+  // allowed, limit, remaining, retry_after_ms, reset_after_ms
+  std::array<int64_t, 5> v{};
+  bool shadow_denied = false;
+  if (reply.type == Type::kMap) {
+    static constexpr std::array<std::string_view, 5> kFields = {"allowed", "limit", "remaining",
+                                                                "retry_after_ms", "reset_after_ms"};
+    for (size_t i = 0; i < kFields.size(); ++i) {
+      const resp::Value* field = reply.Find(kFields[i]);
+      if (!IsInteger(field)) {
+        return absl::InternalError("RL.CHECK reply without '" + std::string(kFields[i]) + "'");
+      }
+      v[i] = field->integer;
+    }
+    const resp::Value* shadow = reply.Find("shadow_denied");
+    shadow_denied = IsInteger(shadow) && shadow->integer != 0;
+  } else if (reply.type == Type::kArray && reply.elements.size() >= 5) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!IsInteger(&reply.elements[i])) {
+        return absl::InternalError("unexpected RL.CHECK reply element");
+      }
+      v[i] = reply.elements[i].integer;
+    }
+  } else {
+    return absl::InternalError("unexpected RL.CHECK reply shape");
+  }
+  Decision decision;
+  decision.allowed = v[0] != 0;
+  decision.limit = v[1];
+  decision.remaining = v[2];
+  decision.retry_after_ms = v[3];
+  decision.reset_after_ms = v[4];
+  decision.shadow_denied = shadow_denied;
+  decision.decided_by = DecidedBy::kLimiter;
+  LimitResult& binding = decision.limits[0];
+  binding = LimitResult{decision.allowed, v[1], 0, v[2], v[3], v[4]};
+  for (const Limit& limit : policy.limits) {
+    if (limit.limit == v[1] || limit.capacity() == v[1]) {
+      binding.window_ms = limit.window_ms;
+      break;
+    }
+  }
+  if (binding.window_ms == 0 && !policy.limits.empty()) {
+    binding.window_ms = policy.limits.front().window_ms;
+  }
+  decision.count = 1;
+  decision.binding = 0;
+  return decision;
+}
+
+}  // namespace rl::client_internal

@@ -1,0 +1,47 @@
+// What rl::RemoteLimiter says to a server and how it reads the answers, with no I/O: the RL.*
+// command for a policy in each mode, the connection handshake, and replies turned into
+// Decisions and Statuses. Kept apart from the sockets so it is tested byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "resp/reply_parser.h"
+#include "rl/decision.h"
+#include "rl/limit.h"
+#include "rl/remote_limiter.h"
+
+namespace rl::client_internal {
+
+using PolicyMode = RemoteLimiterOptions::PolicyMode;
+
+// Appends `verb` (RL.CHECK, RL.PEEK, RL.RESET) for (policy, key) to *out:
+//   kInline:       <verb> <key> POLICY <name> <limit>... [COST n]
+//   kServerPolicy: <verb> <key> POLICY <name> [COST n]
+// Both keep the state under the policy's name and the key, as `RL.CHECK key POLICY name` and the
+// in-process Limiter::Check(policy, key) do, so every path counts against one state. `cost` null
+// writes no COST (RL.RESET). Errors, with nothing appended, for a negative cost, an invalid
+// policy name, or an inline policy without limits.
+absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
+                                 std::string_view key, const int64_t* cost, std::string* out);
+
+// The first command on every connection: HELLO 3, with AUTH when a password is set. RESP3 makes
+// the server's reply a map that can carry shadow_denied, which RESP2's five integers cannot.
+void AppendHello(std::string_view password, std::string* out);
+// OK for a HELLO reply (a map); PermissionDenied for NOAUTH / WRONGPASS; Unavailable for a
+// server that refuses RESP3 (its answers could not say what a shadow policy decided).
+absl::Status CheckHelloReply(const resp::Value& reply);
+
+// An error reply as the caller sees it: NOAUTH / WRONGPASS -> PermissionDenied (the server is
+// unusable to us), anything else -> InvalidArgument (the request was wrong).
+absl::Status ErrorStatus(const resp::Value& reply);
+
+// The reply to RL.CHECK / RL.PEEK -> a Decision: a RESP3 map read by field names
+// (shadow_denied included), or RESP2's five integers. The reply names only the binding limit;
+// its window is looked up in `policy` for header values. Error replies -> ErrorStatus.
+absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& policy);
+
+}  // namespace rl::client_internal

@@ -1,0 +1,166 @@
+// RemoteLimiter's wire protocol without a socket: the exact commands for a policy in each mode
+// (one policy name and key -> one server-side state), the HELLO 3 handshake, and replies (RESP3
+// maps with shadow_denied, RESP2 arrays, errors, garbage) turned into Decisions or Statuses.
+#include "protocol.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "resp/reply_parser.h"
+#include "rl/limit.h"
+
+namespace rl::client_internal {
+namespace {
+
+Policy MakePolicy(const std::string& name, const std::string& spec) {
+  absl::StatusOr<Policy> policy = ParsePolicy(name, std::string_view(spec));
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return *policy;
+}
+
+// The RESP array of bulk strings for `args`, written out by hand (independent of resp::Writer).
+std::string Multibulk(const std::vector<std::string>& args) {
+  std::string out;
+  out.append("*").append(std::to_string(args.size())).append("\r\n");
+  for (const std::string& a : args) {
+    out.append("$").append(std::to_string(a.size())).append("\r\n").append(a).append("\r\n");
+  }
+  return out;
+}
+
+resp::Value Parse(std::string_view bytes) {
+  resp::ReplyParser parser;
+  resp::Value value;
+  size_t consumed = 0;
+  EXPECT_EQ(parser.Parse(bytes, &consumed, &value), resp::ReplyStatus::kValue) << parser.error();
+  EXPECT_EQ(consumed, bytes.size());
+  return value;
+}
+
+std::string Encode(std::string_view verb, PolicyMode mode, const Policy& policy,
+                   std::string_view key, const int64_t* cost) {
+  std::string out;
+  absl::Status status = AppendPolicyCommand(verb, mode, policy, key, cost, &out);
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+TEST(ProtocolTest, InlineModeSendsThePolicyNameWithItsLimits) {
+  // Not "<policy>:<key>" with bare limits (a state of its own): the policy's state, as
+  // `RL.CHECK t1 POLICY api` and Limiter::Check(api, "t1") use.
+  const Policy api = MakePolicy("api", "GCRA 2 1m TOKEN_BUCKET 10 1s BURST 20 SHADOW");
+  const int64_t cost = 3;
+  EXPECT_EQ(Encode("RL.CHECK", PolicyMode::kInline, api, "t1", &cost),
+            Multibulk({"RL.CHECK", "t1", "POLICY", "api", "GCRA", "2", "1m", "TOKEN_BUCKET", "10",
+                       "1s", "BURST", "20", "COST", "3"}));
+  EXPECT_EQ(Encode("RL.PEEK", PolicyMode::kInline, api, "t1", &cost),
+            Multibulk({"RL.PEEK", "t1", "POLICY", "api", "GCRA", "2", "1m", "TOKEN_BUCKET", "10",
+                       "1s", "BURST", "20", "COST", "3"}));
+  EXPECT_EQ(Encode("RL.RESET", PolicyMode::kInline, api, "t1", nullptr),
+            Multibulk({"RL.RESET", "t1", "POLICY", "api", "GCRA", "2", "1m", "TOKEN_BUCKET", "10",
+                       "1s", "BURST", "20"}));
+}
+
+TEST(ProtocolTest, ServerPolicyModeSendsTheNameOnly) {
+  const Policy api = MakePolicy("api", "GCRA 2 1m");
+  const int64_t cost = 1;
+  EXPECT_EQ(Encode("RL.CHECK", PolicyMode::kServerPolicy, api, "t1", &cost),
+            Multibulk({"RL.CHECK", "t1", "POLICY", "api", "COST", "1"}));
+  EXPECT_EQ(Encode("RL.RESET", PolicyMode::kServerPolicy, api, "t1", nullptr),
+            Multibulk({"RL.RESET", "t1", "POLICY", "api"}));
+  // The server's definition applies, so a name alone is enough.
+  Policy name_only;
+  name_only.name = "api";
+  EXPECT_EQ(Encode("RL.CHECK", PolicyMode::kServerPolicy, name_only, "t1", &cost),
+            Multibulk({"RL.CHECK", "t1", "POLICY", "api", "COST", "1"}));
+}
+
+TEST(ProtocolTest, KeysAreBinarySafeAndInvalidRequestsWriteNothing) {
+  const Policy api = MakePolicy("api", "GCRA 2 1m");
+  const int64_t cost = 1;
+  EXPECT_EQ(Encode("RL.CHECK", PolicyMode::kServerPolicy, api, std::string("a\r\n\0b", 5), &cost),
+            Multibulk({"RL.CHECK", std::string("a\r\n\0b", 5), "POLICY", "api", "COST", "1"}));
+  std::string out;
+  const int64_t negative = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AppendPolicyCommand("RL.CHECK", PolicyMode::kInline, api, "k", &negative, &out)));
+  Policy unnamed = api;
+  unnamed.name = "has space";
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AppendPolicyCommand("RL.CHECK", PolicyMode::kServerPolicy, unnamed, "k", &cost, &out)));
+  Policy empty;
+  empty.name = "empty";
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AppendPolicyCommand("RL.CHECK", PolicyMode::kInline, empty, "k", &cost, &out)));
+  EXPECT_EQ(out, "");
+}
+
+TEST(ProtocolTest, HelloNegotiatesResp3AndAuthenticates) {
+  std::string out;
+  AppendHello("", &out);
+  EXPECT_EQ(out, Multibulk({"HELLO", "3"}));
+  out.clear();
+  AppendHello("s3cret", &out);
+  EXPECT_EQ(out, Multibulk({"HELLO", "3", "AUTH", "default", "s3cret"}));
+
+  EXPECT_TRUE(CheckHelloReply(Parse("%1\r\n$5\r\nproto\r\n:3\r\n")).ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(CheckHelloReply(Parse("-WRONGPASS invalid\r\n"))));
+  EXPECT_TRUE(absl::IsPermissionDenied(CheckHelloReply(Parse("-NOAUTH HELLO must...\r\n"))));
+  EXPECT_TRUE(absl::IsUnavailable(CheckHelloReply(Parse("-NOPROTO unsupported\r\n"))));
+  EXPECT_TRUE(absl::IsUnavailable(CheckHelloReply(Parse("-ERR unknown command 'HELLO'\r\n"))));
+  EXPECT_TRUE(absl::IsUnavailable(CheckHelloReply(Parse("+OK\r\n"))));
+}
+
+TEST(ProtocolTest, Resp3MapBecomesADecisionWithShadowDenied) {
+  const Policy api = MakePolicy("api", "SLIDING_LOG 100 1h GCRA 2 1m");
+  const resp::Value reply = Parse(
+      "%6\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:2\r\n$9\r\nremaining\r\n:0\r\n"
+      "$14\r\nretry_after_ms\r\n:0\r\n$14\r\nreset_after_ms\r\n:60000\r\n"
+      "$13\r\nshadow_denied\r\n:1\r\n");
+  absl::StatusOr<Decision> d = ToDecision(reply, api);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+  EXPECT_TRUE(d->shadow_denied);
+  EXPECT_EQ(d->decided_by, DecidedBy::kLimiter);
+  EXPECT_EQ(d->limit, 2);
+  EXPECT_EQ(d->reset_after_ms, 60000);
+  EXPECT_EQ(d->count, 1);
+  EXPECT_EQ(d->limits[0].window_ms, 60'000);  // the binding limit's window, found by its limit
+
+  // Without the field (and with HEADERS' nested map in between) nothing was shadowed.
+  d = ToDecision(Parse("%6\r\n$7\r\nallowed\r\n:0\r\n$5\r\nlimit\r\n:100\r\n$9\r\nremaining\r\n"
+                       ":0\r\n$14\r\nretry_after_ms\r\n:1500\r\n$14\r\nreset_after_ms\r\n:9\r\n"
+                       "$7\r\nheaders\r\n%1\r\n$11\r\nRetry-After\r\n$1\r\n2\r\n"),
+                 api);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->allowed);
+  EXPECT_FALSE(d->shadow_denied);
+  EXPECT_EQ(d->retry_after_ms, 1500);
+  EXPECT_EQ(d->limits[0].window_ms, 3'600'000);
+}
+
+TEST(ProtocolTest, Resp2ArrayIsReadByPosition) {
+  const Policy api = MakePolicy("api", "GCRA 2 1m");
+  absl::StatusOr<Decision> d =
+      ToDecision(Parse("*5\r\n:0\r\n:2\r\n:0\r\n:30000\r\n:60000\r\n"), api);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->retry_after_ms, 30000);
+  EXPECT_FALSE(d->shadow_denied);
+}
+
+TEST(ProtocolTest, ErrorsAndGarbageAreStatuses) {
+  const Policy api = MakePolicy("api", "GCRA 2 1m");
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(ToDecision(Parse("-ERR no such policy 'api'\r\n"), api).status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      ToDecision(Parse("-NOAUTH Authentication required.\r\n"), api).status()));
+  for (const char* bad : {"+OK\r\n", "*2\r\n:1\r\n:2\r\n", "*5\r\n:1\r\n:2\r\n+x\r\n:0\r\n:0\r\n",
+                          "%1\r\n$7\r\nallowed\r\n:1\r\n", "_\r\n"}) {
+    EXPECT_TRUE(absl::IsInternal(ToDecision(Parse(bad), api).status())) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace rl::client_internal
