@@ -99,7 +99,9 @@ absl::StatusOr<EndpointPool*> ClusterTopology::Node(const NodeAddress& address) 
 
 void ClusterTopology::Moved(int slot, EndpointPool* owner) {
   if (slot >= 0 && slot < kClusterSlots) slots_[slot].store(owner, std::memory_order_release);
-  RequestRefresh();
+  absl::MutexLock lock(&refresh_mu_);
+  requested_ = true;
+  moved_ = true;
 }
 
 void ClusterTopology::RequestRefresh() {
@@ -151,6 +153,8 @@ void ClusterTopology::CloseAll(const absl::Status& status) {
 }
 
 void ClusterTopology::RefreshLoop() {
+  const absl::Duration interval = options_.refresh_interval;
+  absl::Duration pause = interval;
   absl::MutexLock lock(&refresh_mu_);
   for (;;) {
     refresh_mu_.Await(absl::Condition(
@@ -159,17 +163,30 @@ void ClusterTopology::RefreshLoop() {
         this));
     if (stopping_) return;
     requested_ = false;
+    moved_ = false;
     refresh_mu_.Unlock();
-    const bool learned = RefreshOnce();
+    const Refreshed refreshed = RefreshOnce();
     refresh_mu_.Lock();
-    if (learned) map_known_ = true;
+    if (refreshed != Refreshed::kNoAnswer) map_known_ = true;
     ++attempts_;
-    // Whatever asks for a refresh meanwhile is served by one refresh after the interval.
-    refresh_mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.refresh_interval);
+    pause = refreshed == Refreshed::kChanged
+                ? interval
+                : std::min(pause * 2, std::max(interval, kMaxRefreshPause));
+    // Whatever asks for a refresh meanwhile is served by one refresh after the pause: at least
+    // the interval, longer while nothing changes, unless a MOVED says something did.
+    refresh_mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval);
+    if (pause > interval) {
+      refresh_mu_.AwaitWithTimeout(absl::Condition(
+                                       +[](ClusterTopology* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                         return self->moved_ || self->stopping_;
+                                       },
+                                       this),
+                                   pause - interval);
+    }
   }
 }
 
-bool ClusterTopology::RefreshOnce() {
+ClusterTopology::Refreshed ClusterTopology::RefreshOnce() {
   std::vector<EndpointPool*> candidates = Masters();
   for (EndpointPool* seed : seeds_) {
     if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end()) {
@@ -191,23 +208,24 @@ bool ClusterTopology::RefreshOnce() {
     absl::StatusOr<std::vector<SlotRange>> ranges =
         ParseClusterSlots(reply->front(), pool->options().host);
     if (!ranges.ok() || ranges->empty()) continue;
-    Install(*ranges);
-    return true;
+    return Install(*ranges) ? Refreshed::kChanged : Refreshed::kSame;
   }
-  return false;
+  return Refreshed::kNoAnswer;
 }
 
-void ClusterTopology::Install(const std::vector<SlotRange>& ranges) {
+bool ClusterTopology::Install(const std::vector<SlotRange>& ranges) {
   std::vector<EndpointPool*> owners(kClusterSlots, nullptr);
   for (const SlotRange& range : ranges) {
     absl::StatusOr<EndpointPool*> pool = Node(range.master);
     if (!pool.ok()) continue;  // unknown owner: routed to a seed, which redirects
     std::fill(owners.begin() + range.first, owners.begin() + range.last + 1, *pool);
   }
+  bool changed = false;
   for (int slot = 0; slot < kClusterSlots; ++slot) {
-    slots_[slot].store(owners[slot], std::memory_order_release);
+    changed |= slots_[slot].exchange(owners[slot], std::memory_order_acq_rel) != owners[slot];
   }
   refreshes_.fetch_add(1, std::memory_order_relaxed);
+  return changed;
 }
 
 EndpointPool* ClusterTopology::AnySeed() {

@@ -5,10 +5,11 @@
 // The map is learned with CLUSTER SLOTS by a refresher thread of its own, never on a caller's
 // time: at start, and whenever a caller reports that the map looks stale (a MOVED, a node that
 // failed, a CLUSTERDOWN). Requests are coalesced and refreshes are at least `refresh_interval`
-// apart, so a failover seen by a thousand calls costs one CLUSTER SLOTS, not a thousand, and
-// the nodes that take over get their pool's connections once, lazily. A slot whose owner is
-// unknown (before the first map) is sent to a seed node, which answers MOVED: callers are never
-// held up waiting for the map.
+// apart, so a failover seen by a thousand calls costs one CLUSTER SLOTS, not a thousand; while
+// refreshes keep finding the same map (a node is down and not replaced yet) the pause doubles
+// up to kMaxRefreshPause, unless a MOVED reports a change. The nodes that take over get their
+// pool's connections once, lazily; the others keep theirs. A slot whose owner is unknown (before
+// the first map) is sent to a seed node, which answers MOVED: callers never wait for the map.
 #pragma once
 
 #include <array>
@@ -82,13 +83,18 @@ class ClusterTopology {
 
   // Nodes (pools) one limiter will ever hold: a cluster that names more is not trusted.
   static constexpr size_t kMaxNodes = 1000;
+  // The longest pause between refreshes that find nothing new (or no node to ask): a long
+  // outage costs each client one CLUSTER SLOTS a second.
+  static constexpr absl::Duration kMaxRefreshPause = absl::Seconds(1);
 
  private:
   void RefreshLoop();
+  enum class Refreshed { kNoAnswer, kSame, kChanged };
   // One CLUSTER SLOTS from the first node that answers (masters of the current map first, then
-  // the seeds, starting at a different one each time); installs it. False when none answered.
-  bool RefreshOnce();
-  void Install(const std::vector<SlotRange>& ranges);
+  // the seeds, starting at a different one each time), installed.
+  Refreshed RefreshOnce();
+  // Whether any slot changed owner.
+  bool Install(const std::vector<SlotRange>& ranges);
   // A seed not in its back-off (round-robin), for slots the map does not know.
   EndpointPool* AnySeed();
 
@@ -106,6 +112,7 @@ class ClusterTopology {
 
   absl::Mutex refresh_mu_;
   bool requested_ ABSL_GUARDED_BY(refresh_mu_) = false;
+  bool moved_ ABSL_GUARDED_BY(refresh_mu_) = false;  // a MOVED since the last refresh
   bool stopping_ ABSL_GUARDED_BY(refresh_mu_) = false;
   bool map_known_ ABSL_GUARDED_BY(refresh_mu_) = false;
   uint64_t attempts_ ABSL_GUARDED_BY(refresh_mu_) = 0;  // refreshes finished, learned or not

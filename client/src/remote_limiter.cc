@@ -271,12 +271,13 @@ class RemoteLimiter::Impl {
     }
     for (Batch& batch : batches) {
       if (!batch.wait) continue;
-      // One WAIT covers every write before it on this connection. Its own timeout is what is
-      // left of the call's (never 0, which would block the connection for good).
-      const int64_t left_ms =
-          std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
+      // One WAIT covers every write before it on this connection. It gives up after three
+      // quarters of what is left of the call, so its "not enough replicas" arrives before the
+      // deadline (a timeout would also cost the connection). Never 0: that blocks for good.
+      const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+      const int64_t wait_ms = std::max<int64_t>(1, left_ms * 3 / 4);
       const std::string replicas = std::to_string(options_.wait_for_replicas);
-      const std::string timeout = std::to_string(left_ms);
+      const std::string timeout = std::to_string(wait_ms);
       resp::Writer(&batch.commands).Command({"WAIT", replicas, timeout});
       ++batch.expected;
     }

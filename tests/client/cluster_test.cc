@@ -625,11 +625,16 @@ TEST_F(ClusterLimiterTest, KillNineKeepsWhatWaitAcknowledged) {
   ExpectCountsKept(*limiter, policy, traffic);
   ExpectMapCurrent(*limiter, policy, keys);
   EXPECT_EQ(cluster_->MasterOfKey(keys[0]), promoted);
+  // Thousands of failed checks while the master was dead asked for a refresh; refreshes that
+  // found the same map backed off (50 ms doubling to 1 s) instead of polling every 50 ms for
+  // the seconds the failover took (about a hundred).
+  EXPECT_LE(limiter->Stats().slot_map_refreshes, 30u);
 }
 
 // A master dies and has no replica to take over: its keys are decided by each policy's
 // FailureMode (fail-open allowed, fail-closed denied, fast), every other key is answered as
 // before, both while the cluster still thinks the node alive and once it has marked it failed.
+// (First, with its replica gone: wait_for_replicas cannot be met there.)
 TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
   auto limiter = Connect({&cluster_->node(0), &cluster_->node(1), &cluster_->node(2),
                           &cluster_->node(3), &cluster_->node(4), &cluster_->node(5)});
@@ -655,6 +660,20 @@ TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
   for (const absl::StatusOr<Decision>& d : results) {
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(d->decided_by, DecidedBy::kLimiter);
+  }
+  // With wait_for_replicas, a master without a replica cannot make a check durable: the check
+  // is decided by its policy after WAIT's timeout (the master did count it); the live key's
+  // shard still has its replica and answers.
+  {
+    auto durable = Connect({&cluster_->node(0), &cluster_->node(1), &cluster_->node(2)},
+                           /*wait_for_replicas=*/1);
+    ASSERT_TRUE(durable->Ping().ok());
+    const RemoteLimiter::Request pair[] = {{&open, dead_key}, {&open, live_key}};
+    std::vector<absl::StatusOr<Decision>> r = durable->CheckMany(pair);
+    ASSERT_TRUE(r[0].ok() && r[1].ok());
+    EXPECT_EQ(r[0]->decided_by, DecidedBy::kFailOpen);
+    EXPECT_EQ(r[1]->decided_by, DecidedBy::kLimiter) << "the live key's shard lost its replica";
+    EXPECT_EQ(durable->Stats().unreplicated, 1u);
   }
   victim->Kill9();
 

@@ -64,13 +64,14 @@ struct RemoteLimiterOptions {
   // Connections speak RESP3 (HELLO 3) in both modes, so a reply can say shadow_denied.
   enum class PolicyMode { kInline, kServerPolicy };
   PolicyMode policy_mode = PolicyMode::kInline;
-  // When > 0, RL.CHECK and RL.RESET are followed by `WAIT <n> <ms left>` on the same connection
-  // (one WAIT per node per call), and a check counts as answered only when n replicas have its
-  // state: what the caller was told then survives a kill -9 of the master that answered. Fewer
-  // acknowledgements in time -> the FailureMode decides (the master may have counted it). Needs
-  // Redis with rl.so and replicas (rl-server has no WAIT). 0: a Redis Cluster failover started
-  // with CLUSTER FAILOVER keeps every answered count, a crash may lose the last few
-  // milliseconds' (Redis replicates asynchronously).
+  // When > 0, RL.CHECK and RL.RESET are followed by `WAIT <n> <ms>` on the same connection (one
+  // WAIT per node per call, giving up after 3/4 of the time left), and a check counts as
+  // answered only once n replicas have its state: what the caller was told then survives a
+  // kill -9 of the master that answered. Fewer acknowledgements in time -> the FailureMode
+  // decides (the master may have counted it; Stats().unreplicated). Needs Redis with rl.so and
+  // replicas (rl-server has no WAIT). With 0, a failover started with CLUSTER FAILOVER keeps
+  // every answered count, but a crash may lose the last few milliseconds' (Redis replicates
+  // asynchronously).
   int wait_for_replicas = 0;
   // Retry-After given to callers denied because the server could not be reached (fail-closed).
   int64_t fail_closed_retry_after_ms = 1000;
