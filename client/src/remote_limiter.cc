@@ -97,6 +97,9 @@ class RemoteLimiter::Impl {
     connection.password = options_.password;
     connection.clock = clock_;
     if (!options_.cluster_nodes.empty()) {
+      if (options_.cluster_refresh_interval.count() <= 0) {
+        return absl::InvalidArgumentError("cluster_refresh_interval must be > 0");
+      }
       ClusterTopology::Options cluster;
       for (const std::string& node : options_.cluster_nodes) {
         absl::StatusOr<client_internal::NodeAddress> seed = client_internal::ParseNodeAddress(node);

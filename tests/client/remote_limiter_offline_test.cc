@@ -176,6 +176,10 @@ TEST(RemoteLimiterOfflineTest, RejectsBadClusterOptions) {
   RemoteLimiterOptions options;
   options.wait_for_replicas = -1;
   EXPECT_FALSE(RemoteLimiter::Create(options).ok());
+  options = RemoteLimiterOptions{};
+  options.cluster_nodes = {"127.0.0.1:7000"};
+  options.cluster_refresh_interval = std::chrono::milliseconds(0);  // would refresh in a loop
+  EXPECT_FALSE(RemoteLimiter::Create(options).ok());
 }
 
 // Cluster mode with no node up: every check is decided by its policy, quickly, and Create does
