@@ -122,7 +122,9 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
     step.state = *state;
     last = std::max(state->a, now_ms);
     units = state->b & kUnitMask;
-    const int old_shift = std::min(62, static_cast<int>(state->b >> kUnitBits));
+    // A state read from outside (RESTORE, a snapshot) may carry any top byte: a negative shift
+    // would be undefined behaviour.
+    const int old_shift = std::clamp(static_cast<int>(state->b >> kUnitBits), 0, 62);
     if (old_shift != shift) units = Div(units * d, std::max<int128>(1, w >> old_shift));
     units = std::min(units, full);
     if (units < full) {

@@ -43,7 +43,8 @@ struct RemoteLimiterOptions {
   // rest is discovered.
   std::vector<std::string> cluster_nodes;
   // Cluster mode: at least this long between two slot-map refreshes (CLUSTER SLOTS), however
-  // many calls see a MOVED or a failed node; they are served by one refresh.
+  // many calls see a MOVED or a failed node; they are served by one refresh. While refreshes
+  // find nothing new (a node is down and not replaced yet), the pause doubles up to 1 s.
   std::chrono::milliseconds cluster_refresh_interval{100};
   // Connections in the pool (in cluster mode, per node); calls are spread round-robin and
   // pipelined on each.
