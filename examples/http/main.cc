@@ -1,5 +1,6 @@
 // rl-http-example: a single-binary HTTP service that rate-limits its routes with rl, in-process
-// (--limiter local) or through a shared rl-server (--limiter remote --server host:port).
+// (--limiter local) or through a shared rl-server (--limiter remote --server host:port) or a
+// Redis Cluster whose nodes load rl.so (--limiter remote --cluster host:port[,host:port...]).
 //   GET /api/products  5 per minute per client      GET /health  unlimited
 //   POST /v1/exports   cost 10 of 30/h, fail-closed  anything else: the global default policy
 // A client is its X-Api-Key (hashed), else its IP. Denied: 429 {"error":"rate_limited"} with
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
   std::string bind = "127.0.0.1";
   std::string backend = "local";
   std::string server = "127.0.0.1:6380";
+  std::string cluster;
   int timeout_ms = 50;
   int threads = 4;
   po::options_description options("rl-http-example options");
@@ -119,6 +122,9 @@ int main(int argc, char** argv) {
       ("bind", po::value(&bind)->default_value(bind), "address to listen on")
       ("limiter", po::value(&backend)->default_value(backend), "local | remote")
       ("server", po::value(&server)->default_value(server), "rl-server host:port (remote)")
+      ("cluster", po::value(&cluster),
+       "Redis Cluster seed nodes host:port[,host:port...] with rl.so loaded (remote; instead "
+       "of --server)")
       ("timeout-ms", po::value(&timeout_ms)->default_value(timeout_ms),
        "per-check timeout for the remote limiter")
       ("threads", po::value(&threads)->default_value(threads), "I/O threads");
@@ -149,11 +155,16 @@ int main(int argc, char** argv) {
     limiter = std::make_unique<rl::LocalRateLimiter>(engine.get());
   } else if (backend == "remote") {
     rl::RemoteLimiterOptions remote;
-    if (!ParseHostPort(server, &remote.host, &remote.port)) {
+    if (!cluster.empty()) {
+      // Checked by RemoteLimiter::Create, which names a bad one.
+      std::vector<std::string> nodes = absl::StrSplit(cluster, ',', absl::SkipWhitespace());
+      remote.cluster_nodes = std::move(nodes);
+    } else if (!ParseHostPort(server, &remote.host, &remote.port)) {
       std::fprintf(stderr, "bad --server %s (want host:port)\n", server.c_str());
       return 2;
     }
     remote.timeout = std::chrono::milliseconds(timeout_ms);
+    // Per node in cluster mode.
     remote.connections = static_cast<size_t>(threads);
     remote.on_failure = [&outage](const rl::Policy& policy, const absl::Status& why) {
       outage.Failure(policy, why);
@@ -189,8 +200,8 @@ int main(int argc, char** argv) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&io](const boost::system::error_code&, int) { io.stop(); });
   // Tests read this line to learn the port.
-  std::printf("rl-http-example listening on %s:%u limiter=%s\n", bind.c_str(), *bound,
-              backend.c_str());
+  std::printf("rl-http-example listening on %s:%u limiter=%s%s\n", bind.c_str(), *bound,
+              backend.c_str(), backend == "remote" && !cluster.empty() ? " (cluster)" : "");
   std::fflush(stdout);
 
   std::vector<std::thread> pool;

@@ -1,8 +1,9 @@
 // rl::RemoteLimiter without a server: option and request validation, the failure decisions (which
 // say only what is known), the reconnect back-off on an injected clock, and that an unreachable
-// server is decided by the policy (fast, counted, reported) — never an error.
+// server (or cluster) is decided by the policy (fast, counted, reported) — never an error.
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "rl/clock.h"
@@ -160,6 +161,56 @@ TEST(RemoteLimiterOfflineTest, UnreachableServerIsDecidedFastAndCounted) {
   EXPECT_EQ(reported, 20);
   EXPECT_FALSE((*limiter)->Ping().ok());
   EXPECT_FALSE((*limiter)->Peek(open, "k").ok());  // peeks report unavailability as an error
+}
+
+TEST(RemoteLimiterOfflineTest, RejectsBadClusterOptions) {
+  for (std::vector<std::string> nodes :
+       std::vector<std::vector<std::string>>{{"127.0.0.1"},
+                                             {"127.0.0.1:0"},
+                                             {"127.0.0.1:7000", ":7001"},
+                                             {"no such host name.invalid:7000"}}) {
+    RemoteLimiterOptions options;
+    options.cluster_nodes = nodes;
+    EXPECT_FALSE(RemoteLimiter::Create(options).ok()) << nodes.back();
+  }
+  RemoteLimiterOptions options;
+  options.wait_for_replicas = -1;
+  EXPECT_FALSE(RemoteLimiter::Create(options).ok());
+  options = RemoteLimiterOptions{};
+  options.cluster_nodes = {"127.0.0.1:7000"};
+  options.cluster_refresh_interval = std::chrono::milliseconds(0);  // would refresh in a loop
+  EXPECT_FALSE(RemoteLimiter::Create(options).ok());
+}
+
+// Cluster mode with no node up: every check is decided by its policy, quickly, and Create does
+// not wait for the cluster (a service starts while its limiter is down).
+TEST(RemoteLimiterOfflineTest, UnreachableClusterIsDecidedByEachPolicy) {
+  RemoteLimiterOptions options;
+  for (int i = 0; i < 2; ++i) {
+    options.cluster_nodes.push_back("127.0.0.1:" + std::to_string(rl_test::FreeLoopbackPort()));
+  }
+  options.timeout = std::chrono::milliseconds(2000);  // refused connects answer long before
+  const auto start = std::chrono::steady_clock::now();
+  auto limiter = RemoteLimiter::Create(options);
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  Policy open = *ParsePolicy("reads", std::string_view("SLIDING_LOG 5 1m FAIL_OPEN"));
+  Policy closed = *ParsePolicy("exports", std::string_view("SLIDING_LOG 5 1m FAIL_CLOSED"));
+  const RemoteLimiter::Request requests[] = {{&open, "a"}, {&closed, "b"}, {&open, "c", -1}};
+  std::vector<absl::StatusOr<Decision>> results = (*limiter)->CheckMany(requests);
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_TRUE(results[0].ok());
+  EXPECT_EQ(results[0]->decided_by, DecidedBy::kFailOpen);
+  ASSERT_TRUE(results[1].ok());
+  EXPECT_EQ(results[1]->decided_by, DecidedBy::kFailClosed);
+  EXPECT_FALSE(results[1]->allowed);
+  EXPECT_TRUE(absl::IsInvalidArgument(results[2].status()));  // the request itself is wrong
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  EXPECT_FALSE((*limiter)->Ping().ok());
+  const RemoteLimiterStats stats = (*limiter)->Stats();
+  EXPECT_EQ(stats.nodes, 2u);
+  EXPECT_EQ(stats.slot_map_refreshes, 0u);
+  EXPECT_EQ(stats.failed_open, 1u);
+  EXPECT_EQ(stats.failed_closed, 1u);
 }
 
 }  // namespace

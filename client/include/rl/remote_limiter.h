@@ -1,9 +1,15 @@
-// rl::RemoteLimiter: the rate-limit check of rl::Limiter, answered by an rl-server over RESP so
-// every instance of a fleet shares one count. Calls are synchronous for the caller and bounded by
-// a per-call timeout of tens of milliseconds; when the server is down or too slow, each policy's
-// FailureMode decides (fail-open: allow and count the failure; fail-closed: deny). Connections
-// are pooled, concurrent calls are pipelined on them, and a lost server is reconnected to on
-// its own once it is back.
+// rl::RemoteLimiter: the rate-limit check of rl::Limiter, answered by an rl-server over RESP (or
+// by a Redis Cluster whose nodes load rl.so) so every instance of a fleet shares one count. Calls
+// are synchronous for the caller and bounded by a per-call timeout of tens of milliseconds; when
+// the server is down or too slow, each policy's FailureMode decides (fail-open: allow and count
+// the failure; fail-closed: deny). Connections are pooled, concurrent calls are pipelined on
+// them, and a lost server is reconnected to on its own once it is back.
+//
+// Cluster mode (cluster_nodes): each check goes to the master serving its key's hash slot (the
+// key sent is the user's key, so one check is one slot); the slot map is learned from the seeds
+// and kept current from MOVED replies and background CLUSTER SLOTS refreshes; ASK is followed for
+// the one command; CheckMany sends each node its checks in one pipelined batch, all nodes at
+// once, within one timeout. A node that cannot answer decides only its own keys' checks.
 //
 // State: a policy's state lives under the policy's name and the key (plus each limit's algorithm
 // and window) in both modes, the same state `RL.CHECK key POLICY name` and the in-process
@@ -31,7 +37,17 @@ namespace rl {
 struct RemoteLimiterOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 6380;
-  // Connections in the pool; calls are spread round-robin and pipelined on each.
+  // Cluster mode when not empty: "host:port" of some nodes of a Redis Cluster whose nodes load
+  // rl.so ("[::1]:7000" for IPv6); host and port above are then unused. Any node will do (one is
+  // enough; more keep a restarted service able to find the cluster when some are down): the
+  // rest is discovered.
+  std::vector<std::string> cluster_nodes;
+  // Cluster mode: at least this long between two slot-map refreshes (CLUSTER SLOTS), however
+  // many calls see a MOVED or a failed node; they are served by one refresh. While refreshes
+  // find nothing new (a node is down and not replaced yet), the pause doubles up to 1 s.
+  std::chrono::milliseconds cluster_refresh_interval{100};
+  // Connections in the pool (in cluster mode, per node); calls are spread round-robin and
+  // pipelined on each.
   size_t connections = 2;
   // Whole-call budget: connecting (when needed), sending, and the reply.
   std::chrono::milliseconds timeout{50};
@@ -49,6 +65,15 @@ struct RemoteLimiterOptions {
   // Connections speak RESP3 (HELLO 3) in both modes, so a reply can say shadow_denied.
   enum class PolicyMode { kInline, kServerPolicy };
   PolicyMode policy_mode = PolicyMode::kInline;
+  // When > 0, RL.CHECK and RL.RESET are followed by `WAIT <n> <ms>` on the same connection (one
+  // WAIT per node per call, giving up after 3/4 of the time left), and a check counts as
+  // answered only once n replicas have its state: what the caller was told then survives a
+  // kill -9 of the master that answered. Fewer acknowledgements in time -> the FailureMode
+  // decides (the master may have counted it; Stats().unreplicated). Needs Redis with rl.so and
+  // replicas (rl-server has no WAIT). With 0, a failover started with CLUSTER FAILOVER keeps
+  // every answered count, but a crash may lose the last few milliseconds' (Redis replicates
+  // asynchronously).
+  int wait_for_replicas = 0;
   // Retry-After given to callers denied because the server could not be reached (fail-closed).
   int64_t fail_closed_retry_after_ms = 1000;
   // Called (on the calling thread) for every check decided by a FailureMode: the place to raise
@@ -66,14 +91,22 @@ struct RemoteLimiterStats {
   uint64_t failed_closed = 0;  // decided by FailureMode::kFailClosed (server unavailable)
   uint64_t timeouts = 0;       // calls that ran out of time (a subset of the two above)
   uint64_t server_errors = 0;  // error replies (-ERR ...), returned as absl errors
-  uint64_t connects = 0;       // successful (re)connects
+  uint64_t connects = 0;       // successful (re)connects (all nodes)
   uint64_t connection_failures = 0;
+  // Cluster mode:
+  uint64_t redirects = 0;           // MOVED and ASK replies followed
+  uint64_t slot_map_refreshes = 0;  // slot maps learned (CLUSTER SLOTS)
+  uint64_t nodes = 0;               // nodes the client holds a pool for
+  // wait_for_replicas: checks the master answered but too few replicas acknowledged in time.
+  uint64_t unreplicated = 0;
 };
 
 class RemoteLimiter final : public RateLimiter {
  public:
-  // Resolves the server's address and starts the I/O thread; does not connect yet (the first
-  // call does), so a service can start while its limiter is down. Fails for a bad address.
+  // Resolves the server's address (cluster mode: every seed's) and starts the I/O thread; does
+  // not connect on the caller's thread (the first call does; in cluster mode a background thread
+  // starts learning the slot map at once), so a service can start while its limiter is down.
+  // Fails for a bad address.
   static absl::StatusOr<std::unique_ptr<RemoteLimiter>> Create(RemoteLimiterOptions options);
   // Waits for nothing: calls still in flight must have returned before destruction.
   ~RemoteLimiter() override;
@@ -88,6 +121,8 @@ class RemoteLimiter final : public RateLimiter {
                                  int64_t cost = 1) override;
   // Several checks in one round trip (pipelined on one connection, one timeout for all): for a
   // request that must pass a route policy and a tenant policy. Results are in request order.
+  // Cluster mode: one pipelined batch per node, all sent before any is waited for; a node that
+  // fails decides only the checks routed to it.
   struct Request {
     const Policy* policy;
     std::string_view key;
@@ -98,7 +133,8 @@ class RemoteLimiter final : public RateLimiter {
   absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
   // RL.RESET: removes the policy's state for `key`; returns how many states existed.
   absl::StatusOr<int64_t> Reset(const Policy& policy, std::string_view key);
-  // PING round trip (health checks, warming the pool).
+  // PING round trip (health checks, warming the pool). Cluster mode: every master of the slot
+  // map (learned first if still unknown) must answer.
   absl::Status Ping();
 
   int64_t WallNowMs() const override;
