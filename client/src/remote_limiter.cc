@@ -1,7 +1,8 @@
 // rl::RemoteLimiter: encodes checks (protocol.h), routes them to one endpoint's pool (pool.h) or,
 // in cluster mode, to the pool of the master serving each key's slot (cluster.h), runs them from
 // a single I/O thread, follows redirections within the call's budget, and turns replies,
-// timeouts and outages into decisions.
+// timeouts and outages into decisions (an outage's by the local fallback, fallback.h, when there
+// is one).
 #include "rl/remote_limiter.h"
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "boost/asio/post.hpp"
 #include "cluster.h"
 #include "cluster_protocol.h"
+#include "fallback.h"
 #include "pool.h"
 #include "protocol.h"
 #include "resp/writer.h"
@@ -91,6 +93,15 @@ class RemoteLimiter::Impl {
     if (options_.timeout.count() <= 0) return absl::InvalidArgumentError("timeout must be > 0");
     if (options_.wait_for_replicas < 0) {
       return absl::InvalidArgumentError("wait_for_replicas must be >= 0");
+    }
+    if (options_.fallback.instances < 0) {
+      return absl::InvalidArgumentError("fallback.instances must be >= 0");
+    }
+    if (options_.fallback.instances > 0) {
+      if (options_.fallback.max_keys == 0) {
+        return absl::InvalidArgumentError("fallback.max_keys must be > 0");
+      }
+      fallback_ = std::make_unique<client_internal::LocalFallback>(options_.fallback, clock_);
     }
     ConnectionOptions connection;
     connection.reconnect_backoff_ms = options_.reconnect_backoff.count();
@@ -181,6 +192,9 @@ class RemoteLimiter::Impl {
     stats.server_errors = server_errors_.load(std::memory_order_relaxed);
     stats.redirects = redirects_.load(std::memory_order_relaxed);
     stats.unreplicated = unreplicated_.load(std::memory_order_relaxed);
+    stats.fallback_allowed = fallback_allowed_.load(std::memory_order_relaxed);
+    stats.fallback_denied = fallback_denied_.load(std::memory_order_relaxed);
+    if (fallback_ != nullptr) stats.fallback_keys = fallback_->keys();
     std::vector<const EndpointPool*> pools;
     if (pool_ != nullptr) pools.push_back(pool_.get());
     if (topology_ != nullptr) {
@@ -215,13 +229,22 @@ class RemoteLimiter::Impl {
     return client_internal::ErrorStatus(reply);
   }
 
-  // The policy's FailureMode decides, and the failure is counted and reported.
-  Decision Degrade(const Policy& policy, const absl::Status& why) {
-    Decision decision = FailureDecision(policy);
-    (decision.decided_by == DecidedBy::kFailOpen ? failed_open_ : failed_closed_)
-        .fetch_add(1, std::memory_order_relaxed);
+  // A check the server could not answer: the fallback decides when there is one and it can,
+  // else the policy's FailureMode; either way it is counted and reported.
+  Decision Degrade(const Policy& policy, std::string_view key, int64_t cost,
+                   const absl::Status& why) {
+    std::optional<Decision> decision;
+    if (fallback_ != nullptr) decision = fallback_->Decide(policy, key, cost);
+    if (decision.has_value()) {
+      (decision->allowed ? fallback_allowed_ : fallback_denied_)
+          .fetch_add(1, std::memory_order_relaxed);
+    } else {
+      decision = FailureDecision(policy);
+      (decision->decided_by == DecidedBy::kFailOpen ? failed_open_ : failed_closed_)
+          .fetch_add(1, std::memory_order_relaxed);
+    }
     if (options_.on_failure) options_.on_failure(policy, why);
-    return decision;
+    return *decision;
   }
 
   Decision FailureDecision(const Policy& policy) const {
@@ -372,6 +395,9 @@ class RemoteLimiter::Impl {
   std::atomic<uint64_t> server_errors_{0};
   std::atomic<uint64_t> redirects_{0};
   std::atomic<uint64_t> unreplicated_{0};
+  std::atomic<uint64_t> fallback_allowed_{0};
+  std::atomic<uint64_t> fallback_denied_{0};
+  std::unique_ptr<client_internal::LocalFallback> fallback_;  // null: no fallback configured
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   // Exactly one of the two: one endpoint, or a cluster's nodes.
@@ -417,19 +443,20 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const 
   if (jobs.empty()) return results;
   impl_->Run(jobs);
   for (size_t k = 0; k < jobs.size(); ++k) {
-    const Policy& policy = *requests[sent[k]].policy;
+    const Request& request = requests[sent[k]];
     absl::StatusOr<Decision>& result = results[sent[k]];
     const absl::StatusOr<resp::Value>& reply = jobs[k].reply;
     if (!reply.ok()) {
       result = Impl::IsUnavailability(reply.status())
-                   ? absl::StatusOr<Decision>(impl_->Degrade(policy, reply.status()))
+                   ? absl::StatusOr<Decision>(
+                         impl_->Degrade(*request.policy, request.key, request.cost, reply.status()))
                    : absl::StatusOr<Decision>(reply.status());
       continue;
     }
-    result = impl_->ToDecision(*reply, policy);
+    result = impl_->ToDecision(*reply, *request.policy);
     // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
     if (absl::IsPermissionDenied(result.status())) {
-      result = impl_->Degrade(policy, result.status());
+      result = impl_->Degrade(*request.policy, request.key, request.cost, result.status());
     }
   }
   return results;
