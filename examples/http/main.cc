@@ -7,7 +7,9 @@
 // Retry-After; every limited response carries X-RateLimit-* and RateLimit-Policy/RateLimit.
 // Limiter unreachable (remote): fail-open routes answer normally without rate-limit headers,
 // fail-closed routes 503 {"error":"rate_limiter_unavailable"} with a short Retry-After; the log
-// gets one line when the outage starts and one when it ends.
+// gets one line when the outage starts and one when it ends. With --fallback-instances N the
+// outage is decided by a local limiter at each policy's limits / N instead (real rate-limit
+// headers, 429 past this instance's share), and the log lines say so.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
   std::string server = "127.0.0.1:6380";
   std::string cluster;
   int timeout_ms = 50;
+  int fallback_instances = 0;
   int threads = 4;
   po::options_description options("rl-http-example options");
   // clang-format off
@@ -127,6 +130,9 @@ int main(int argc, char** argv) {
        "of --server)")
       ("timeout-ms", po::value(&timeout_ms)->default_value(timeout_ms),
        "per-check timeout for the remote limiter")
+      ("fallback-instances", po::value(&fallback_instances)->default_value(fallback_instances),
+       "remote: while the limiter is unreachable, decide locally at each policy's limits / N "
+       "(N = instances of this service sharing them); 0 = the failure modes decide")
       ("threads", po::value(&threads)->default_value(threads), "I/O threads");
   // clang-format on
   po::variables_map vars;
@@ -142,12 +148,13 @@ int main(int argc, char** argv) {
     std::cout << options;
     return 0;
   }
-  if (port < 0 || port > 65535 || threads < 1 || timeout_ms < 1) {
-    std::fprintf(stderr, "bad --port, --threads or --timeout-ms\n");
+  if (port < 0 || port > 65535 || threads < 1 || timeout_ms < 1 || fallback_instances < 0) {
+    std::fprintf(stderr, "bad --port, --threads, --timeout-ms or --fallback-instances\n");
     return 2;
   }
+  if (backend != "remote") fallback_instances = 0;  // nothing to fall back from
 
-  rl_http::OutageLog outage(nullptr, Log);
+  rl_http::OutageLog outage(nullptr, Log, fallback_instances);
   std::unique_ptr<rl::Limiter> engine;
   std::unique_ptr<rl::RateLimiter> limiter;
   if (backend == "local") {
@@ -164,6 +171,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     remote.timeout = std::chrono::milliseconds(timeout_ms);
+    remote.fallback.instances = fallback_instances;
     // Per node in cluster mode.
     remote.connections = static_cast<size_t>(threads);
     remote.on_failure = [&outage](const rl::Policy& policy, const absl::Status& why) {
@@ -200,8 +208,11 @@ int main(int argc, char** argv) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&io](const boost::system::error_code&, int) { io.stop(); });
   // Tests read this line to learn the port.
-  std::printf("rl-http-example listening on %s:%u limiter=%s%s\n", bind.c_str(), *bound,
-              backend.c_str(), backend == "remote" && !cluster.empty() ? " (cluster)" : "");
+  const std::string fallback =
+      fallback_instances > 0 ? " fallback=1/" + std::to_string(fallback_instances) : "";
+  std::printf("rl-http-example listening on %s:%u limiter=%s%s%s\n", bind.c_str(), *bound,
+              backend.c_str(), backend == "remote" && !cluster.empty() ? " (cluster)" : "",
+              fallback.c_str());
   std::fflush(stdout);
 
   std::vector<std::thread> pool;

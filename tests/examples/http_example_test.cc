@@ -1,8 +1,9 @@
 // rl-http-example as a real process on a free loopback port: 8 parallel requests against a limit
 // of 5 give 5x200 and 3x429 with the headers, another API key is unaffected, /health is
 // unlimited; with an unreachable remote limiter reads fail open (no rate-limit headers) and
-// exports fail closed (503, not 429), logged once per outage; and two instances on one rl-server
-// share a single count.
+// exports fail closed (503, not 429), logged once per outage; with --fallback-instances the outage
+// is decided at this instance's share of the limits (real headers, 429 past it) until the server
+// answers again; and two instances on one rl-server share a single count.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -225,6 +226,57 @@ TEST(HttpExampleTest, OutageEpisodeEndsWhenTheServerAnswersAgain) {
   example.Kill();
   EXPECT_EQ(CountLogLines(log, "rate limiter unavailable"), 1);
   EXPECT_EQ(CountLogLines(log, "rate limiter available again after"), 1);
+  std::filesystem::remove(log);
+}
+
+// Issue 16: --fallback-instances 2 with rl-server down: this instance's share decides (products
+// 5 per minute / 2 = 2, real headers, then 429; exports 30 per hour / 2 = 15, so one export of
+// cost 10 passes, then 429 instead of the failure mode's 503). Once the server is up it decides
+// again, and the log has one line for the outage, naming the fallback, and one for its end.
+TEST(HttpExampleTest, FallbackDecidesAtThisInstancesShareWhileTheServerIsDown) {
+  const int server_port = rl_test::FreeLoopbackPort();
+  const std::string log = LogPath("fallback");
+  rl_test::Subprocess example;
+  const int port =
+      StartExample(example,
+                   {"--limiter", "remote", "--server", "127.0.0.1:" + std::to_string(server_port),
+                    "--fallback-instances", "2"},
+                   log);
+  ASSERT_GT(port, 0);
+  std::vector<int> statuses;
+  for (int i = 0; i < 3; ++i) {
+    HttpReply reply = Request(port, "GET", "/api/products", "key-A");
+    statuses.push_back(reply.status);
+    EXPECT_EQ(reply.headers["x-ratelimit-limit"], "2");
+    EXPECT_EQ(reply.headers["x-ratelimit-remaining"], std::to_string(std::max(0, 1 - i)));
+    EXPECT_EQ(reply.headers["ratelimit-policy"], R"("products";q=2;w=60)");
+    if (reply.status == 429) EXPECT_GT(std::atoi(reply.headers["retry-after"].c_str()), 0);
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 429}));
+  EXPECT_EQ(Request(port, "POST", "/v1/exports", "key-A").status, 202);
+  HttpReply export_reply = Request(port, "POST", "/v1/exports", "key-A");
+  EXPECT_EQ(export_reply.status, 429);
+  EXPECT_EQ(export_reply.body, R"({"error":"rate_limited"})");
+
+  rl_test::Subprocess server;
+  ASSERT_TRUE(
+      server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind", "127.0.0.1"}));
+  ASSERT_TRUE(rl_test::WaitForPort(server_port, milliseconds(5000)));
+  HttpReply reply;
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(5000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    reply = Request(port, "GET", "/api/products", "key-B");
+    if (reply.headers["x-ratelimit-limit"] == "5") break;  // the server's limit, not the share
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.headers["x-ratelimit-limit"], "5");
+  EXPECT_EQ(reply.headers["x-ratelimit-remaining"], "4");
+  example.Kill();
+  EXPECT_EQ(CountLogLines(log, "rate limiter unavailable"), 1);
+  EXPECT_EQ(CountLogLines(log, "the local fallback decides at each policy's limits / 2"), 1);
+  EXPECT_EQ(CountLogLines(log, "rate limiter available again after"), 1);
+  EXPECT_EQ(CountLogLines(log, "the local fallback decided"), 1);
   std::filesystem::remove(log);
 }
 #endif
