@@ -6,7 +6,7 @@
 // master during traffic (no answered count lost, keys at their limit still denied, the map current
 // afterwards, no reconnect storm), kill -9 of a master with wait_for_replicas (what WAIT
 // acknowledged survives), and a killed master without a replica (its keys decided by their
-// FailureMode, the others answered).
+// FailureMode, or by the local fallback at a share of their limits; the others answered).
 //
 // One cluster serves every test, in this order (the last ones kill nodes), so this binary runs
 // as a single ctest test. Timeouts are generous (a loaded 2-core machine); nothing is timed.
@@ -146,7 +146,8 @@ class ClusterLimiterTest : public ::testing::Test {
 
   // A limiter seeded with `seeds` (default: the first node only: the rest is discovered).
   static std::unique_ptr<RemoteLimiter> Connect(std::vector<RedisServer*> seeds = {},
-                                                int wait_for_replicas = 0) {
+                                                int wait_for_replicas = 0,
+                                                int64_t fallback_instances = 0) {
     if (seeds.empty()) seeds.push_back(&cluster_->node(0));
     RemoteLimiterOptions options;
     for (RedisServer* seed : seeds) options.cluster_nodes.push_back(Address(*seed));
@@ -155,6 +156,7 @@ class ClusterLimiterTest : public ::testing::Test {
     options.reconnect_backoff = milliseconds(50);
     options.cluster_refresh_interval = milliseconds(50);
     options.wait_for_replicas = wait_for_replicas;
+    options.fallback.instances = fallback_instances;
     absl::StatusOr<std::unique_ptr<RemoteLimiter>> limiter = RemoteLimiter::Create(options);
     EXPECT_TRUE(limiter.ok()) << limiter.status();
     return limiter.ok() ? *std::move(limiter) : nullptr;
@@ -632,13 +634,18 @@ TEST_F(ClusterLimiterTest, KillNineKeepsWhatWaitAcknowledged) {
 }
 
 // A master dies and has no replica to take over: its keys are decided by each policy's
-// FailureMode (fail-open allowed, fail-closed denied, fast), every other key is answered as
-// before, both while the cluster still thinks the node alive and once it has marked it failed.
-// (First, with its replica gone: wait_for_replicas cannot be met there.)
+// FailureMode (fail-open allowed, fail-closed denied, fast), or, for a client with a fallback for
+// 2 instances, by the fallback at half of each limit whatever the mode; every other key is
+// answered as before, both while the cluster still thinks the node alive and once it has marked
+// it failed. (First, with its replica gone: wait_for_replicas cannot be met there.)
 TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
-  auto limiter = Connect({&cluster_->node(0), &cluster_->node(1), &cluster_->node(2),
-                          &cluster_->node(3), &cluster_->node(4), &cluster_->node(5)});
+  const std::vector<RedisServer*> all = {&cluster_->node(0), &cluster_->node(1),
+                                         &cluster_->node(2), &cluster_->node(3),
+                                         &cluster_->node(4), &cluster_->node(5)};
+  auto limiter = Connect(all);
+  auto with_fallback = Connect(all, 0, /*fallback_instances=*/2);
   ASSERT_TRUE(limiter->Ping().ok());
+  ASSERT_TRUE(with_fallback->Ping().ok());
   // The victim: a master whose replicas are killed first (a previous test may have left one
   // without a replica already).
   RedisServer* victim = cluster_->MasterOfKey("c");
@@ -693,6 +700,13 @@ TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
     EXPECT_TRUE(r[3]->allowed) << when;
     // A refused connection answers at once: the live keys did not wait out the timeout.
     EXPECT_LT(took, milliseconds(900)) << when;
+    r = with_fallback->CheckMany(requests);
+    for (size_t i = 0; i < r.size(); ++i) {
+      ASSERT_TRUE(r[i].ok()) << when << ": " << r[i].status();
+      EXPECT_TRUE(r[i]->allowed) << when << " " << i;
+      EXPECT_EQ(r[i]->decided_by, i < 2 ? DecidedBy::kFallback : DecidedBy::kLimiter) << when;
+      EXPECT_EQ(r[i]->limit, i < 2 ? 50 : 100) << when << " " << i;
+    }
   };
   expect_only_dead_keys_degraded("right after the kill");
   expect_only_dead_keys_degraded("again (reconnect back-off)");
@@ -707,6 +721,8 @@ TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
       },
       milliseconds(20000), milliseconds(100)));
   expect_only_dead_keys_degraded("after the cluster marked it failed");
+  EXPECT_EQ(with_fallback->Stats().fallback_allowed, 6u);
+  EXPECT_EQ(with_fallback->Stats().failed_open + with_fallback->Stats().failed_closed, 0u);
 }
 
 }  // namespace
