@@ -70,11 +70,11 @@ struct RemoteLimiterOptions {
   // When > 0, RL.CHECK and RL.RESET are followed by `WAIT <n> <ms>` on the same connection (one
   // WAIT per node per call, giving up after 3/4 of the time left), and a check counts as
   // answered only once n replicas have its state: what the caller was told then survives a
-  // kill -9 of the master that answered. Fewer acknowledgements in time -> the FailureMode
-  // decides (the master may have counted it; Stats().unreplicated). Needs Redis with rl.so and
-  // replicas (rl-server has no WAIT). With 0, a failover started with CLUSTER FAILOVER keeps
-  // every answered count, but a crash may lose the last few milliseconds' (Redis replicates
-  // asynchronously).
+  // kill -9 of the master that answered. Fewer acknowledgements in time -> decided as for an
+  // unreachable server, by the fallback or the FailureMode (the master may have counted it;
+  // Stats().unreplicated). Needs Redis with rl.so and replicas (rl-server has no WAIT). With 0,
+  // a failover started with CLUSTER FAILOVER keeps every answered count, but a crash may lose
+  // the last few milliseconds' (Redis replicates asynchronously).
   int wait_for_replicas = 0;
   // Retry-After given to callers denied because the server could not be reached (fail-closed).
   int64_t fail_closed_retry_after_ms = 1000;
