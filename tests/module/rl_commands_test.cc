@@ -517,14 +517,50 @@ TEST_F(RlCommandsTest, MaxmemoryRefusesWrites) {
 
 TEST_F(RlCommandsTest, RandomArgumentsNeverCrash) {
   RespClient c(port());
-  const std::vector<std::string> verbs = {"RL.CHECK", "RL.PEEK", "RL.RESET", "CL.THROTTLE",
-                                          "RL.POLICY", "RL.SETSTATE"};
-  const std::vector<std::string> words = {
-      "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET",
-      "POLICY", "COST", "HEADERS", "BURST", "SHADOW", "FAIL_OPEN", "FAIL_CLOSED", "SET", "GET",
-      "DEL", "LIST", "HELP", "pol", "0", "1", "5", "-1", "1099511627776", "1099511627775",
-      "9223372036854775807", "9223372036854775808", "-9223372036854775808", "1s", "1ms", "10y",
-      "3650d", "3651d", "1m", "x", "", std::string("\0\xff\r\n", 6), std::string(300, 'k')};
+  const std::vector<std::string> verbs = {"RL.CHECK",   "RL.PEEK",     "RL.RESET",  "CL.THROTTLE",
+                                          "RL.POLICY",  "RL.SETSTATE", "RL.REFUND", "RL.CHARGE",
+                                          "RL.ACQUIRE", "RL.RELEASE"};
+  const std::vector<std::string> words = {"TOKEN_BUCKET",
+                                          "GCRA",
+                                          "SLIDING_LOG",
+                                          "SLIDING_WINDOW",
+                                          "FIXED_WINDOW",
+                                          "LEAKY_BUCKET",
+                                          "POLICY",
+                                          "COST",
+                                          "HEADERS",
+                                          "BURST",
+                                          "BLOCK",
+                                          "CONCURRENCY",
+                                          "LEASE",
+                                          "SHADOW",
+                                          "FAIL_OPEN",
+                                          "FAIL_CLOSED",
+                                          "SET",
+                                          "GET",
+                                          "DEL",
+                                          "LIST",
+                                          "HELP",
+                                          "pol",
+                                          "0",
+                                          "1",
+                                          "5",
+                                          "-1",
+                                          "1099511627776",
+                                          "1099511627775",
+                                          "9223372036854775807",
+                                          "9223372036854775808",
+                                          "-9223372036854775808",
+                                          "1s",
+                                          "1ms",
+                                          "10y",
+                                          "3650d",
+                                          "3651d",
+                                          "1m",
+                                          "x",
+                                          "",
+                                          std::string("\0\xff\r\n", 6),
+                                          std::string(300, 'k')};
   std::mt19937_64 rng(2024);
   int replies = 0;
   for (int batch = 0; batch < 30; ++batch) {
@@ -577,7 +613,8 @@ TEST_F(RlCommandsTest, ForgedSetStateIsRefusedOrHarmless) {
   const std::string good = EncodeState({gcra, log});
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"", "ERR invalid rate-limit state: truncated header"},
-      {std::string("\x02\x00\x00", 3), "ERR invalid rate-limit state: unsupported encoding version 2"},
+      {std::string("\x03\x00\x00", 3),
+       "ERR invalid rate-limit state: unsupported encoding version 3"},
       {good.substr(0, good.size() - 1), "ERR invalid rate-limit state: truncated log"},
       {good + "x", "ERR invalid rate-limit state: trailing bytes"},
       {dup, "ERR invalid rate-limit state: duplicate state"},
