@@ -66,7 +66,9 @@ BucketUnits BucketUnitsFor(const Limit& limit, int shift) {
 // charge's debt is being repaid (the state's time is then in the future).
 int128 UnitsAt(const State2& s, const BucketUnits& u, int shift, int64_t w, int64_t now_ms) {
   int128 units = s.b & kUnitMask;
-  const int old_shift = std::min(62, static_cast<int>(s.b >> kUnitBits));
+  // Unsigned: a hostile or corrupt word must not make a negative shift.
+  const int old_shift =
+      static_cast<int>(std::min<uint64_t>(62, static_cast<uint64_t>(s.b) >> kUnitBits));
   if (old_shift != shift) units = Div(units * u.d, std::max<int128>(1, w >> old_shift));
   units = std::min(units, u.full);
   if (s.a > now_ms) {

@@ -23,35 +23,28 @@ inline bool HasBurst(Algorithm algorithm) {
          algorithm == Algorithm::kLeakyBucket;
 }
 
-// Bit 0 of CheckFlags: the check is valid (exactly when ValidateCheck returns OK); bit 1: some
-// limit has a BLOCK. Straight-line code: a valid check (the common case) pays neither for
-// building an absl::Status nor for a call per limit, and learns about blocks in the same pass. A
-// test compares it with the validator over random limits.
-inline constexpr uint32_t kCheckValid = 1;
-inline constexpr uint32_t kCheckBlocks = 2;
-inline uint32_t CheckFlags(absl::Span<const Limit> limits, int64_t cost) {
+// True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
+// case) pays neither for building an absl::Status nor for a call per limit. A test compares the
+// two over random limits.
+inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
   const size_t n = limits.size();
-  if (n - 1 >= kMaxLimitsPerCheck || cost < 0) return 0;  // n == 0 wraps around
+  if (n - 1 >= kMaxLimitsPerCheck || cost < 0) return false;  // n == 0 wraps around
   bool ok = true;
-  uint64_t blocks = 0;
   for (size_t i = 0; i < n; ++i) {
     const Limit& l = limits[i];
-    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison.
+    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. CONCURRENCY is
+    // above kLeakyBucket: a check takes no lease.
     ok &= (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
           (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
           (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
           (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
           (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket)) &
           ((l.burst == 0) | HasBurst(l.algorithm));
-    blocks |= static_cast<uint64_t>(l.block_ms);
     for (size_t j = 0; j < i; ++j) {
       ok &= !(limits[j].algorithm == l.algorithm && limits[j].window_ms == l.window_ms);
     }
   }
-  return static_cast<uint32_t>(ok) | (static_cast<uint32_t>(blocks != 0) << 1);
-}
-inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
-  return (CheckFlags(limits, cost) & kCheckValid) != 0;
+  return ok;
 }
 
 // The one validator of a check (the limits through rl::ValidateLimits, no CONCURRENCY: a check
