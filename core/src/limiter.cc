@@ -231,9 +231,8 @@ LimitResult Limiter::Impl::Refused(const Shard& shard, int64_t now, LimitResult 
 // Penalty blocks (see step.h), after the limits were evaluated: a running block overrides its
 // limit's result; then, when the call is denied and has a cost, each limit with BLOCK that denied
 // it on its own starts a block (stored when `commit`; a peek reports the block it would start).
-// Returns whether the call is still allowed. Out of line: only checks of limits with BLOCK come
-// here.
-bool Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limit> limits,
+// Out of line: only checks of limits with BLOCK come here.
+void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limit> limits,
                                 LimitResult* results, int64_t now, int64_t cost, bool commit) {
   const Pending* p = static_cast<const Pending*>(pending_items);
   const size_t n = limits.size();
@@ -249,7 +248,7 @@ bool Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limi
     }
     allowed = allowed && results[i].allowed;
   }
-  if (allowed || cost == 0) return allowed;
+  if (allowed || cost == 0) return;
   for (size_t i = 0; i < n; ++i) {
     if (((blocked >> i) & 1) || !internal::StartsBlock(limits[i], results[i])) continue;
     const int64_t until = internal::BlockUntil(limits[i], now);
@@ -259,7 +258,6 @@ bool Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limi
     }
     internal::ApplyBlock(results[i], until, now);
   }
-  return false;
 }
 
 template <Limiter::Impl::Op kOp>

@@ -95,7 +95,7 @@ class Limiter::Impl {
   }
 
   // Penalty blocks of a Run (limiter.cc); `pending` is its array of per-limit work.
-  ABSL_ATTRIBUTE_NOINLINE bool ApplyBlocks(const void* pending, absl::Span<const Limit> limits,
+  ABSL_ATTRIBUTE_NOINLINE void ApplyBlocks(const void* pending, absl::Span<const Limit> limits,
                                            LimitResult* results, int64_t now, int64_t cost,
                                            bool commit) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
