@@ -6,8 +6,10 @@
 // class): header {magic "RLSNAP\0\0", u32 version, u32 shard count, u64 seed, i64 wall ms at
 // export}, then records {u8 kind | usage level << 4, u64 key, u32 shard, i64 expiry (wall ms),
 // payload}, then u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b};
-// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)}.
-// In every two-word state `a` is a time (last update, TAT or window start) and `b` is not.
+// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)};
+// block: none (the expiry is the block's end, exact); leases {u32 count, count * (u64 nonce,
+// i64 expiry)}. In every two-word state `a` is a time (last update, TAT or window start) and `b`
+// is not.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -41,9 +43,15 @@ constexpr char kMagic[8] = {'R', 'L', 'S', 'N', 'A', 'P', 0, 0};
 // any more, so such a snapshot is refused as unsupported. Version 3 adds each state's usage level
 // (what evicting it gives away, see store.h) in the kind byte; version 2 states, whose level is
 // unknown, load as kLevelHeavy: protected from eviction until their next check rewrites it.
-constexpr uint32_t kVersion = 3;
+// Version 4 adds penalty blocks (kind 3) and concurrency lease sets (kind 4), and lets a log run
+// or total reach kMaxLogTotal (charges may overdraw a log). Older versions load unchanged.
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 2;
 constexpr int kLevelShift = 4;
+constexpr uint8_t kKindBlock = 3;
+constexpr uint8_t kKindLeases = 4;
+// A lease set's bound in a snapshot (the limiter's own is kMaxConcurrency per set).
+constexpr uint32_t kMaxSnapshotLeases = 1 << 20;
 
 class Writer {
  public:
@@ -93,6 +101,7 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
   w.Put<uint64_t>(seed_);
   w.Put<int64_t>(wall_now);
   std::vector<std::pair<int64_t, int64_t>> runs;
+  std::vector<std::pair<uint64_t, int64_t>> leases;
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
@@ -122,6 +131,23 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
       for (const auto& [t, count] : runs) {
         w.Put<int64_t>(Shift(t, to_wall));
         w.Put<int64_t>(count);
+      }
+    }
+    for (const internal::SlotBlock& s : sh.blocks) {
+      if (s.until <= mono_now) continue;  // ended
+      w.Put<uint8_t>(kKindBlock);
+      w.Put<uint64_t>(s.key);
+      w.Put<uint32_t>(static_cast<uint32_t>(i));
+      w.Put<int64_t>(Shift(s.until, to_wall));
+    }
+    for (const internal::SlotLease& s : sh.leases) {
+      leases.clear();
+      internal::LeaseEntries(s.leases, &leases);
+      head(kKindLeases, s.key, s.expiry);
+      w.Put<uint32_t>(static_cast<uint32_t>(leases.size()));
+      for (const auto& [nonce, expiry] : leases) {
+        w.Put<uint64_t>(nonce);
+        w.Put<int64_t>(Shift(expiry, to_wall));
       }
     }
   }
@@ -159,7 +185,10 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
     rec->level = rec->kind >> kLevelShift;
     rec->kind &= (1 << kLevelShift) - 1;
   }
-  if (rec->kind > 2 || rec->shard >= shards) return absl::DataLossError("bad snapshot record");
+  const uint8_t max_kind = version >= 4 ? kKindLeases : 2;
+  if (rec->kind > max_kind || rec->shard >= shards) {
+    return absl::DataLossError("bad snapshot record");
+  }
   rec->expiry = Shift(rec->expiry, to_mono);
   if (rec->kind == 2) {
     if (!r.Get(&rec->runs) || rec->runs > r.left() / 16) {
@@ -173,13 +202,20 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
       r.Get(&t);
       r.Get(&count);
       t = Shift(t, to_mono);
-      if (count < 1 || count > kMaxLimit || t <= prev_time) {
+      if (count < 1 || count > internal::kMaxLogTotal || t <= prev_time ||
+          rec->total > internal::kMaxLogTotal - count) {
         return absl::DataLossError("bad snapshot log run");
       }
       prev_time = t;
-      rec->total += count;  // at most 2^32 runs of 2^40: no overflow
+      rec->total += count;
     }
-  } else {
+  } else if (rec->kind == kKindLeases) {
+    if (!r.Get(&rec->runs) || rec->runs > r.left() / 16 || rec->runs > kMaxSnapshotLeases) {
+      return absl::DataLossError("bad snapshot leases");
+    }
+    rec->runs_at = r.pos();
+    r.Skip(size_t{rec->runs} * 16);
+  } else if (rec->kind != kKindBlock) {
     const int words = rec->kind == 0 ? 2 : 3;
     for (int i = 0; i < words; ++i) {
       if (!r.Get(&rec->v[i])) return absl::DataLossError("snapshot record truncated");
@@ -191,7 +227,7 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
 
 // What the store keeps of a record: not state that is fresh by now, nor an empty log.
 bool Kept(const Record& rec, int64_t mono_now) {
-  return rec.expiry > mono_now && (rec.kind != 2 || rec.runs > 0);
+  return rec.expiry > mono_now && ((rec.kind != 2 && rec.kind != kKindLeases) || rec.runs > 0);
 }
 
 }  // namespace
@@ -233,11 +269,12 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   // nothing, and count the kept states per shard and table so each table is sized once (growing
   // them record by record rehashed every table several times).
   const size_t our_shards = shard_mask_ + 1;
-  std::vector<uint32_t> counts(our_shards * 3, 0);
+  constexpr size_t kKinds = 5;
+  std::vector<uint32_t> counts(our_shards * kKinds, 0);
   Record rec;
   while (r.left() > 0) {
     if (absl::Status s = ReadRecord(r, version, shards, to_mono, &rec); !s.ok()) return s;
-    if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * 3 + rec.kind];
+    if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * kKinds + rec.kind];
   }
 
   // Second pass: insert, holding every shard's lock (taken in ascending order, as checks take
@@ -256,9 +293,11 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   seed_ = seed;
   for (size_t i = 0; i < our_shards; ++i) {
     Shard& sh = shards_[i];
-    sh.two.reserve(counts[i * 3]);
-    sh.three.reserve(counts[i * 3 + 1]);
-    sh.logs.reserve(counts[i * 3 + 2]);
+    sh.two.reserve(counts[i * kKinds]);
+    sh.three.reserve(counts[i * kKinds + 1]);
+    sh.logs.reserve(counts[i * kKinds + 2]);
+    sh.blocks.reserve(counts[i * kKinds + kKindBlock]);
+    sh.leases.reserve(counts[i * kKinds + kKindLeases]);
   }
   Reader again(payload);
   again.Skip(records_at);
@@ -275,6 +314,29 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
       Slot3 slot{rec.key, expiry, 0, 0, rec.v[1], rec.v[2]};
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));
       sh.three.insert(slot);
+    } else if (rec.kind == kKindBlock) {
+      sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
+    } else if (rec.kind == kKindLeases) {
+      Reader entries(payload);
+      entries.Skip(rec.runs_at);
+      std::vector<std::pair<uint64_t, int64_t>> leases;
+      for (uint32_t i = 0; i < rec.runs; ++i) {
+        uint64_t nonce = 0;
+        int64_t t = 0;
+        entries.Get(&nonce);
+        entries.Get(&t);
+        t = Shift(t, to_mono);
+        if (t > mono_now) leases.emplace_back(nonce, t);  // ended leases stay ended
+      }
+      internal::LeaseBuf* buf = internal::LeaseFromEntries(leases);
+      if (buf == nullptr) continue;
+      const uint32_t lease_expiry =
+          expiry_.Encode(internal::LeaseExpiry(buf, mono_now), internal::kLevelProtected);
+      if (sh.leases.insert(internal::SlotLease{rec.key, lease_expiry, buf}).second) {
+        sh.lease_bytes += internal::LeaseBytes(buf);
+      } else {
+        internal::LeaseFree(buf);
+      }
     } else {
       // The limit only sizes the buffer here; the real one applies from the next check.
       const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};

@@ -246,7 +246,7 @@ TEST(EvictionSnapshotTest, LevelsSurviveExportAndImport) {
 }
 
 // A version 2 snapshot (before levels) still loads; its states count as protected until a check
-// rewrites them. Version 4 is refused.
+// rewrites them. Version 5 is refused.
 TEST(EvictionSnapshotTest, VersionTwoLoadsWithStatesProtected) {
   ManualClock clock(1000, 1'700'000'000'000);
   Limiter a(Small(&clock));
@@ -273,9 +273,9 @@ TEST(EvictionSnapshotTest, VersionTwoLoadsWithStatesProtected) {
   EXPECT_LE(refused, 16);
   EXPECT_EQ(Remaining(b, "old", day), 10) << "evicted";
   Limiter c(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
-  const absl::Status st = c.ImportState(with(4));
+  const absl::Status st = c.ImportState(with(5));
   EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
-  EXPECT_NE(st.message().find("unsupported snapshot version 4"), absl::string_view::npos);
+  EXPECT_NE(st.message().find("unsupported snapshot version 5"), absl::string_view::npos);
 }
 
 }  // namespace

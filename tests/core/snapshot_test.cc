@@ -1,11 +1,15 @@
 // Snapshots: a restored limiter answers exactly as the original would at the same wall-clock
 // time, although its monotonic clock starts elsewhere; fresh states are dropped; corrupt,
 // foreign or misplaced snapshots are refused without changing anything.
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "rl/limiter.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace rl {
 namespace {
@@ -82,6 +86,39 @@ TEST_F(SnapshotTest, BadInputIsRefusedAndChangesNothing) {
   EXPECT_EQ(b.KeyCount(), 0u);
   ASSERT_TRUE(b.ImportState(snapshot_).ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(b.ImportState(snapshot_)));
+}
+
+// Sets the version field of a snapshot and fixes its checksum.
+std::string WithVersion(std::string s, uint32_t version) {
+  std::memcpy(&s[8], &version, 4);
+  const uint64_t sum = XXH64(s.data(), s.size() - 8, 0);
+  std::memcpy(&s[s.size() - 8], &sum, 8);
+  return s;
+}
+
+// Version 3 (before penalty blocks and leases) still loads; a version 3 snapshot holding their
+// records is refused with a clear error, changing nothing.
+TEST_F(SnapshotTest, VersionThreeStillLoads) {
+  ManualClock clock_b(0, kWall);
+  Limiter b(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_b});
+  ASSERT_TRUE(b.ImportState(WithVersion(snapshot_, 3)).ok());
+  EXPECT_EQ(b.KeyCount(), a_.KeyCount());
+  Limit blocking{Algorithm::kFixedWindow, 1, 60000};
+  blocking.block_ms = 3600000;
+  (void)a_.Check("s", "blocked", {blocking});
+  (void)a_.Check("s", "blocked", {blocking});
+  absl::StatusOr<Lease> lease = a_.Acquire("s", "leased", {{Algorithm::kConcurrency, 2, 60000}});
+  ASSERT_TRUE(lease.ok() && lease->held());
+  std::string with_both;
+  ASSERT_TRUE(a_.ExportState(&with_both).ok());
+  Limiter c(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_b});
+  const absl::Status st = c.ImportState(WithVersion(with_both, 3));
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_EQ(std::string(st.message()), "bad snapshot record");
+  EXPECT_EQ(c.KeyCount(), 0u);
+  ASSERT_TRUE(c.ImportState(with_both).ok());
+  EXPECT_EQ(c.Stats().blocks, 1u);
+  EXPECT_EQ(c.Stats().lease_sets, 1u);
 }
 
 TEST(Snapshot, EmptyLimiterRoundTrips) {
