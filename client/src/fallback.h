@@ -4,6 +4,7 @@
 // the network code so its arithmetic and its "cannot decide" cases are tested on a manual clock.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "rl/clock.h"
 #include "rl/decision.h"
+#include "rl/lease.h"
 #include "rl/limit.h"
 #include "rl/limiter.h"
 #include "rl/remote_limiter.h"
@@ -20,7 +22,8 @@ namespace rl::client_internal {
 // One instance's share of `limit` when `instances` share it: LIMIT and (when set) BURST divided
 // by `instances` and rounded down, but never below 1, so the instances together admit at most
 // the limit (or one each, when the limit is smaller than the count) and no instance is shut out.
-// Algorithm and window stay, so the share keeps the rate's window and its own state key.
+// Algorithm and window stay, so the share keeps the rate's window and its own state key. A
+// CONCURRENCY limit's LIMIT is its slots: n / instances leases at once, each with its LEASE ttl.
 Limit LocalShare(const Limit& limit, int64_t instances);
 
 class LocalFallback {
@@ -36,10 +39,31 @@ class LocalFallback {
   // state and nothing it may evict. A denied or undecided check consumes nothing locally.
   std::optional<Decision> Decide(const Policy& policy, std::string_view key, int64_t cost);
 
+  // An acquire the server could not answer, at the share: the local limiter's lease (held when
+  // granted; it releases itself on the local limiter), decided_by = kFallback, shadow applied;
+  // nullopt when the fallback cannot decide (as Decide: no limits, a cost that fits the policy
+  // but not the share, the local limiter full).
+  std::optional<Lease> Acquire(const Policy& policy, std::string_view key, int64_t cost);
+
+  // A refund (refund = true) or charge the server could not get, applied to the share's local
+  // state; decided_by = kFallback, shadow applied. nullopt when it cannot: no limits, an amount
+  // the local limiter refuses (a LEAKY_BUCKET refund, a CONCURRENCY limit), the limiter full.
+  std::optional<Decision> Settle(bool refund, const Policy& policy, std::string_view key,
+                                 int64_t amount);
+
+  // Ends a lease this fallback granted (an id from one of its leases, e.g. handed over by
+  // Detach()): true when it was one of its leases and still held.
+  bool Release(std::string_view key, std::string_view lease_id);
+
   // States held (one per key and limit), for RemoteLimiterStats::fallback_keys.
   size_t keys() const { return limiter_.KeyCount(); }
 
  private:
+  // The share of each of the policy's limits into *shares; false when there are none, or when
+  // `cost` (if not null) fits a rate limit of the policy but not its share.
+  bool Shares(const Policy& policy, const int64_t* cost,
+              std::array<Limit, kMaxLimitsPerCheck>* shares) const;
+
   const int64_t instances_;
   Limiter limiter_;
 };

@@ -33,7 +33,8 @@ class EndpointPool {
     std::shared_ptr<Call> call;
   };
   // Any thread: sends `commands` (encoded, producing `expected` replies) on one connection,
-  // pipelined behind whatever that connection already carries. Every ticket must be waited for.
+  // pipelined behind whatever that connection already carries. A ticket that is not waited for
+  // (fire and forget) has its replies read and dropped; nothing then bounds how long it waits.
   Ticket Submit(std::string commands, size_t expected);
   // Any thread: the replies of `ticket`, all of them by `deadline` (real time). DeadlineExceeded
   // when they do not come in time (that connection is then closed), Unavailable /

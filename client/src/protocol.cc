@@ -16,6 +16,23 @@ bool IsInteger(const resp::Value* v) {
          (v->type == resp::Value::Type::kInteger || v->type == resp::Value::Type::kBoolean);
 }
 
+// A lease id as the server sent it, or why it is not one. Printable and bounded, so it can be
+// logged and sent back as it is.
+absl::StatusOr<std::string> LeaseId(const resp::Value& v) {
+  using Type = resp::Value::Type;
+  if (v.type == Type::kNull) return std::string();
+  if (v.type != Type::kBulk && v.type != Type::kSimpleString) {
+    return absl::InternalError("RL.ACQUIRE reply: the lease id is not a string");
+  }
+  if (v.text.empty() || v.text.size() > kMaxLeaseIdBytes) {
+    return absl::InternalError("RL.ACQUIRE reply: a lease id of a bad length");
+  }
+  for (const char c : v.text) {
+    if (c <= ' ' || c > '~') return absl::InternalError("RL.ACQUIRE reply: a bad lease id");
+  }
+  return v.text;
+}
+
 }  // namespace
 
 absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
@@ -122,6 +139,37 @@ absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& poli
   decision.count = 1;
   decision.binding = 0;
   return decision;
+}
+
+void AppendRelease(std::string_view key, std::string_view lease_id, std::string* out) {
+  resp::Writer(out).Command({"RL.RELEASE", key, lease_id});
+}
+
+absl::StatusOr<Acquired> ToAcquired(const resp::Value& reply, const Policy& policy) {
+  absl::StatusOr<Decision> decision = ToDecision(reply, policy);
+  if (!decision.ok()) return decision.status();
+  const resp::Value* lease = nullptr;
+  if (reply.type == resp::Value::Type::kMap) {
+    lease = reply.Find("lease");
+  } else if (reply.elements.size() >= 6) {
+    lease = &reply.elements[5];
+  }
+  if (lease == nullptr) return absl::InternalError("RL.ACQUIRE reply without a lease id");
+  absl::StatusOr<std::string> id = LeaseId(*lease);
+  if (!id.ok()) return id.status();
+  // A lease is only ever granted with an allowed answer; a server that says otherwise is broken.
+  if (!id->empty() && !decision->allowed) {
+    return absl::InternalError("RL.ACQUIRE reply: a lease with a denial");
+  }
+  return Acquired{*decision, *std::move(id)};
+}
+
+absl::StatusOr<bool> ToReleased(const resp::Value& reply) {
+  if (reply.type == resp::Value::Type::kError) return ErrorStatus(reply);
+  if (reply.type != resp::Value::Type::kInteger || (reply.integer != 0 && reply.integer != 1)) {
+    return absl::InternalError("unexpected RL.RELEASE reply");
+  }
+  return reply.integer == 1;
 }
 
 }  // namespace rl::client_internal

@@ -18,7 +18,8 @@ namespace rl::client_internal {
 
 using PolicyMode = RemoteLimiterOptions::PolicyMode;
 
-// Appends `verb` (RL.CHECK, RL.PEEK, RL.RESET) for (policy, key) to *out:
+// Appends `verb` (RL.CHECK, RL.PEEK, RL.RESET, RL.ACQUIRE, RL.REFUND, RL.CHARGE) for (policy,
+// key) to *out:
 //   kInline:       <verb> <key> POLICY <name> <limit>... [COST n]
 //   kServerPolicy: <verb> <key> POLICY <name> [COST n]
 // Both keep the state under the policy's name and the key, as `RL.CHECK key POLICY name` and the
@@ -43,5 +44,24 @@ absl::Status ErrorStatus(const resp::Value& reply);
 // (shadow_denied included), or RESP2's five integers. The reply names only the binding limit;
 // its window is looked up in `policy` for header values. Error replies -> ErrorStatus.
 absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& policy);
+
+// RL.RELEASE <key> <lease_id>.
+void AppendRelease(std::string_view key, std::string_view lease_id, std::string* out);
+
+// The longest lease id accepted from a server (rl's are 40 hex digits).
+inline constexpr size_t kMaxLeaseIdBytes = 128;
+
+// The reply to RL.ACQUIRE: RL.CHECK's (read as ToDecision reads it) and the lease id, RESP3's
+// "lease" field or RESP2's sixth element; empty when no lease was taken (nil). A reply without
+// it, or an id that is not 1..kMaxLeaseIdBytes printable characters, is malformed (Internal).
+struct Acquired {
+  Decision decision;
+  std::string lease_id;
+};
+absl::StatusOr<Acquired> ToAcquired(const resp::Value& reply, const Policy& policy);
+
+// The reply to RL.RELEASE: 1 -> true (it was held), 0 -> false. Error replies -> ErrorStatus;
+// anything else is malformed (Internal).
+absl::StatusOr<bool> ToReleased(const resp::Value& reply);
 
 }  // namespace rl::client_internal

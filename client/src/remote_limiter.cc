@@ -1,8 +1,8 @@
-// rl::RemoteLimiter: encodes checks (protocol.h), routes them to one endpoint's pool (pool.h) or,
-// in cluster mode, to the pool of the master serving each key's slot (cluster.h), runs them from
-// a single I/O thread, follows redirections within the call's budget, and turns replies,
-// timeouts and outages into decisions (an outage's by the local fallback, fallback.h, when there
-// is one).
+// rl::RemoteLimiter: encodes checks, acquires, releases, refunds and charges (protocol.h), routes
+// them to one endpoint's pool (pool.h) or, in cluster mode, to the pool of the master serving each
+// key's slot (cluster.h), runs them from a single I/O thread, follows redirections within the
+// call's budget, and turns replies, timeouts and outages into decisions and leases (an outage's by
+// the local fallback, fallback.h, when there is one).
 #include "rl/remote_limiter.h"
 
 #include <algorithm>
@@ -53,6 +53,9 @@ struct Job {
   int redirects = 0;
   // The reply, or why there is none (transport failure, timeout, node unavailable).
   absl::StatusOr<resp::Value> reply = absl::UnknownError("not sent");
+  // wait_for_replicas: the master's reply when too few replicas acknowledged it (`reply` is then
+  // that error), so an acquire can give back the lease it was granted anyway.
+  std::optional<resp::Value> unreplicated_reply;
 };
 
 // The commands of one call that go to one node, in one pipelined write.
@@ -160,6 +163,22 @@ class RemoteLimiter::Impl {
     return absl::OkStatus();
   }
 
+  // RL.RELEASE, routed by the key's slot. Not a write for wait_for_replicas: a release that a
+  // crash loses only keeps a slot until the lease's ttl.
+  Job EncodeRelease(std::string_view key, std::string_view lease_id) const {
+    Job job;
+    client_internal::AppendRelease(key, lease_id, &job.command);
+    if (cluster()) job.slot = client_internal::KeySlot(key);
+    return job;
+  }
+
+  // Sends `job` without waiting for its reply (which is read and dropped): a best-effort release
+  // of a lease the caller will not be told about. Not redirected: a lost one ends by its ttl.
+  void SendAndForget(const Job& job) {
+    EndpointPool* pool = cluster() ? topology_->Route(job.slot) : pool_.get();
+    (void)pool->Submit(job.command, 1);
+  }
+
   // Runs every job within one timeout: one batch per node, all sent before any is waited for;
   // then again for the jobs that were redirected, with what is left of the time.
   void Run(std::vector<Job>& jobs) {
@@ -186,6 +205,12 @@ class RemoteLimiter::Impl {
   RemoteLimiterStats Stats() const {
     RemoteLimiterStats stats;
     stats.checks = checks_.load(std::memory_order_relaxed);
+    stats.acquires = acquires_.load(std::memory_order_relaxed);
+    stats.refunds = refunds_.load(std::memory_order_relaxed);
+    stats.charges = charges_.load(std::memory_order_relaxed);
+    stats.settles_lost = settles_lost_.load(std::memory_order_relaxed);
+    stats.releases = releases_.load(std::memory_order_relaxed);
+    stats.release_failures = release_failures_.load(std::memory_order_relaxed);
     stats.answered = answered_.load(std::memory_order_relaxed);
     stats.failed_open = failed_open_.load(std::memory_order_relaxed);
     stats.failed_closed = failed_closed_.load(std::memory_order_relaxed);
@@ -216,8 +241,7 @@ class RemoteLimiter::Impl {
   absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& policy) {
     absl::StatusOr<Decision> decision = client_internal::ToDecision(reply, policy);
     if (decision.ok()) {
-      answered_.fetch_add(1, std::memory_order_relaxed);
-      if (options_.policy_mode == PolicyMode::kInline && policy.shadow) ApplyShadow(*decision);
+      Answered(policy, &*decision);
     } else if (reply.type == resp::Value::Type::kError) {
       server_errors_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -235,17 +259,49 @@ class RemoteLimiter::Impl {
                    const absl::Status& why) {
     std::optional<Decision> decision;
     if (fallback_ != nullptr) decision = fallback_->Decide(policy, key, cost);
-    if (decision.has_value()) {
-      (decision->allowed ? fallback_allowed_ : fallback_denied_)
-          .fetch_add(1, std::memory_order_relaxed);
-    } else {
-      decision = FailureDecision(policy);
-      (decision->decided_by == DecidedBy::kFailOpen ? failed_open_ : failed_closed_)
-          .fetch_add(1, std::memory_order_relaxed);
-    }
+    if (!decision.has_value()) decision = FailureDecision(policy);
+    CountDegraded(*decision);
     if (options_.on_failure) options_.on_failure(policy, why);
     return *decision;
   }
+
+  // An acquire the server could not answer: the fallback's local lease, else the FailureMode's
+  // answer holding nothing (fail-open proceeds without a lease: there is none to release).
+  Lease DegradeAcquire(const Policy& policy, std::string_view key, int64_t cost,
+                       const absl::Status& why) {
+    std::optional<Lease> lease;
+    if (fallback_ != nullptr) lease = fallback_->Acquire(policy, key, cost);
+    if (!lease.has_value()) lease.emplace(nullptr, std::string(key), "", FailureDecision(policy));
+    CountDegraded(lease->decision());
+    if (options_.on_failure) options_.on_failure(policy, why);
+    return *std::move(lease);
+  }
+
+  // A refund or charge the server did not get: applied to the fallback's share when it can, and
+  // answered as the next check would be (by the fallback, else by the FailureMode).
+  Decision DegradeSettle(bool refund, const Policy& policy, std::string_view key, int64_t amount,
+                         const absl::Status& why) {
+    settles_lost_.fetch_add(1, std::memory_order_relaxed);
+    std::optional<Decision> decision;
+    if (fallback_ != nullptr) decision = fallback_->Settle(refund, policy, key, amount);
+    if (!decision.has_value()) decision = FailureDecision(policy);
+    if (options_.on_failure) options_.on_failure(policy, why);
+    return *decision;
+  }
+
+  // A release the fallback granted: ended locally, never sent (the server never knew of it).
+  bool ReleaseLocally(std::string_view key, std::string_view lease_id) {
+    return fallback_ != nullptr && fallback_->Release(key, lease_id);
+  }
+
+  // An answer as the caller sees it: inline mode applies the caller's shadow flag (the server
+  // evaluated bare limits); in server-policy mode the server already did.
+  void Answered(const Policy& policy, Decision* decision) {
+    answered_.fetch_add(1, std::memory_order_relaxed);
+    if (options_.policy_mode == PolicyMode::kInline && policy.shadow) ApplyShadow(*decision);
+  }
+
+  void CountServerError() { server_errors_.fetch_add(1, std::memory_order_relaxed); }
 
   Decision FailureDecision(const Policy& policy) const {
     Decision decision;
@@ -270,8 +326,24 @@ class RemoteLimiter::Impl {
   int64_t WallNowMs() const { return clock_->WallMs(); }
 
   std::atomic<uint64_t> checks_{0};
+  std::atomic<uint64_t> acquires_{0};
+  std::atomic<uint64_t> refunds_{0};
+  std::atomic<uint64_t> charges_{0};
+  std::atomic<uint64_t> releases_{0};
+  std::atomic<uint64_t> release_failures_{0};
 
  private:
+  // A decision made without the server, counted by who made it.
+  void CountDegraded(const Decision& decision) {
+    std::atomic<uint64_t>* counter = nullptr;
+    if (decision.decided_by == DecidedBy::kFallback) {
+      counter = decision.allowed ? &fallback_allowed_ : &fallback_denied_;
+    } else {
+      counter = decision.decided_by == DecidedBy::kFailOpen ? &failed_open_ : &failed_closed_;
+    }
+    counter->fetch_add(1, std::memory_order_relaxed);
+  }
+
   // The jobs of `todo` grouped by the node they go to, encoded into one write each.
   std::vector<Batch> Group(std::vector<Job>& jobs, const std::vector<size_t>& todo,
                            absl::Time deadline) {
@@ -341,6 +413,7 @@ class RemoteLimiter::Impl {
           reply.type != resp::Value::Type::kError) {
         unreplicated_.fetch_add(1, std::memory_order_relaxed);
         job.reply = *unreplicated;
+        job.unreplicated_reply = std::move(reply);
         continue;
       }
       job.reply = std::move(reply);
@@ -397,6 +470,7 @@ class RemoteLimiter::Impl {
   std::atomic<uint64_t> unreplicated_{0};
   std::atomic<uint64_t> fallback_allowed_{0};
   std::atomic<uint64_t> fallback_denied_{0};
+  std::atomic<uint64_t> settles_lost_{0};
   std::unique_ptr<client_internal::LocalFallback> fallback_;  // null: no fallback configured
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
@@ -460,6 +534,94 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const 
     }
   }
   return results;
+}
+
+absl::StatusOr<Decision> RemoteLimiter::Refund(const Policy& policy, std::string_view key,
+                                               int64_t amount) {
+  impl_->refunds_.fetch_add(1, std::memory_order_relaxed);
+  return Settle(true, policy, key, amount);
+}
+
+absl::StatusOr<Decision> RemoteLimiter::Charge(const Policy& policy, std::string_view key,
+                                               int64_t amount) {
+  impl_->charges_.fetch_add(1, std::memory_order_relaxed);
+  return Settle(false, policy, key, amount);
+}
+
+absl::StatusOr<Decision> RemoteLimiter::Settle(bool refund, const Policy& policy,
+                                               std::string_view key, int64_t amount) {
+  std::vector<Job> jobs(1);
+  if (absl::Status s = impl_->Encode(refund ? "RL.REFUND" : "RL.CHARGE", policy, key, &amount,
+                                     &jobs[0]);
+      !s.ok()) {
+    return s;
+  }
+  impl_->Run(jobs);
+  const absl::StatusOr<resp::Value>& reply = jobs[0].reply;
+  if (!reply.ok()) {
+    if (!Impl::IsUnavailability(reply.status())) return reply.status();
+    return impl_->DegradeSettle(refund, policy, key, amount, reply.status());
+  }
+  absl::StatusOr<Decision> decision = impl_->ToDecision(*reply, policy);
+  if (absl::IsPermissionDenied(decision.status())) {
+    return impl_->DegradeSettle(refund, policy, key, amount, decision.status());
+  }
+  return decision;
+}
+
+absl::StatusOr<Lease> RemoteLimiter::Acquire(const Policy& policy, std::string_view key,
+                                             int64_t cost) {
+  impl_->acquires_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Job> jobs(1);
+  if (absl::Status s = impl_->Encode("RL.ACQUIRE", policy, key, &cost, &jobs[0]); !s.ok()) {
+    return s;
+  }
+  impl_->Run(jobs);
+  Job& job = jobs[0];
+  if (!job.reply.ok()) {
+    if (!Impl::IsUnavailability(job.reply.status())) return job.reply.status();
+    // The master granted a lease its replicas did not acknowledge in time: the caller is told
+    // what the fallback or the FailureMode decides, so that lease is given back.
+    if (job.unreplicated_reply.has_value()) {
+      absl::StatusOr<client_internal::Acquired> granted =
+          client_internal::ToAcquired(*job.unreplicated_reply, policy);
+      if (granted.ok() && !granted->lease_id.empty()) {
+        impl_->SendAndForget(impl_->EncodeRelease(key, granted->lease_id));
+      }
+    }
+    return impl_->DegradeAcquire(policy, key, cost, job.reply.status());
+  }
+  absl::StatusOr<client_internal::Acquired> acquired =
+      client_internal::ToAcquired(*job.reply, policy);
+  if (!acquired.ok()) {
+    if (job.reply->type == resp::Value::Type::kError) impl_->CountServerError();
+    // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
+    if (absl::IsPermissionDenied(acquired.status())) {
+      return impl_->DegradeAcquire(policy, key, cost, acquired.status());
+    }
+    return acquired.status();
+  }
+  impl_->Answered(policy, &acquired->decision);
+  if (acquired->lease_id.empty()) return Lease(nullptr, std::string(key), "", acquired->decision);
+  return Lease(this, std::string(key), std::move(acquired->lease_id), acquired->decision);
+}
+
+absl::StatusOr<bool> RemoteLimiter::Release(std::string_view key, std::string_view lease_id) {
+  if (impl_->ReleaseLocally(key, lease_id)) return true;
+  impl_->releases_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Job> jobs{impl_->EncodeRelease(key, lease_id)};
+  impl_->Run(jobs);
+  const absl::StatusOr<resp::Value>& reply = jobs[0].reply;
+  absl::StatusOr<bool> held =
+      reply.ok() ? client_internal::ToReleased(*reply) : absl::StatusOr<bool>(reply.status());
+  if (!held.ok()) {
+    if (Impl::IsUnavailability(held.status())) {
+      impl_->release_failures_.fetch_add(1, std::memory_order_relaxed);
+    } else if (reply.ok() && reply->type == resp::Value::Type::kError) {
+      impl_->CountServerError();
+    }
+  }
+  return held;
 }
 
 absl::StatusOr<Decision> RemoteLimiter::Peek(const Policy& policy, std::string_view key,

@@ -187,7 +187,7 @@ absl::StatusOr<bool> Limiter::Impl::Release(std::string_view key, std::string_vi
 Lease::~Lease() { Release(); }
 
 Lease::Lease(Lease&& other) noexcept
-    : limiter_(std::exchange(other.limiter_, nullptr)),
+    : issuer_(std::exchange(other.issuer_, nullptr)),
       key_(std::move(other.key_)),
       id_(std::move(other.id_)),
       decision_(other.decision_) {}
@@ -195,7 +195,7 @@ Lease::Lease(Lease&& other) noexcept
 Lease& Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
     Release();
-    limiter_ = std::exchange(other.limiter_, nullptr);
+    issuer_ = std::exchange(other.issuer_, nullptr);
     key_ = std::move(other.key_);
     id_ = std::move(other.id_);
     decision_ = other.decision_;
@@ -204,14 +204,14 @@ Lease& Lease::operator=(Lease&& other) noexcept {
 }
 
 bool Lease::Release() {
-  Limiter* limiter = std::exchange(limiter_, nullptr);
-  if (limiter == nullptr) return false;
-  absl::StatusOr<bool> held = limiter->Release(key_, id_);
+  LeaseIssuer* issuer = std::exchange(issuer_, nullptr);
+  if (issuer == nullptr) return false;
+  absl::StatusOr<bool> held = issuer->Release(key_, id_);
   return held.ok() && *held;
 }
 
 std::string Lease::Detach() {
-  limiter_ = nullptr;
+  issuer_ = nullptr;
   return id_;
 }
 

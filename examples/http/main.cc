@@ -3,6 +3,8 @@
 // Redis Cluster whose nodes load rl.so (--limiter remote --cluster host:port[,host:port...]).
 //   GET /api/products  5 per minute per client      GET /health  unlimited
 //   POST /v1/exports   cost 10 of 30/h, fail-closed  anything else: the global default policy
+//   POST /v1/reports   at most 3 at once and 20/h per client, fail-closed: the request holds a
+//                      concurrency lease while the report is built (--report-ms)
 // A client is its X-Api-Key (hashed), else its IP. Denied: 429 {"error":"rate_limited"} with
 // Retry-After; every limited response carries X-RateLimit-* and RateLimit-Policy/RateLimit.
 // Limiter unreachable (remote): fail-open routes answer normally without rate-limit headers,
@@ -10,6 +12,7 @@
 // gets one line when the outage starts and one when it ends. With --fallback-instances N the
 // outage is decided by a local limiter at each policy's limits / N instead (real rate-limit
 // headers, 429 past this instance's share), and the log lines say so.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -51,8 +54,10 @@ Response Json(http::status status, std::string body) {
   return response;
 }
 
-// The application's own work, reached only after the gate allowed the request.
-Response Route(std::string_view method, std::string_view path) {
+// The application's own work, reached only after the gate allowed the request. A report takes
+// `report_ms` to build (a real service would not block an I/O thread for it; the lease is what
+// matters here: it is held for as long as the work runs).
+Response Route(std::string_view method, std::string_view path, int report_ms) {
   if (path == "/health" && method == "GET") return Json(http::status::ok, R"({"status":"ok"})");
   if (path == "/api/products" && method == "GET") {
     return Json(http::status::ok,
@@ -61,11 +66,15 @@ Response Route(std::string_view method, std::string_view path) {
   if (path == "/v1/exports" && method == "POST") {
     return Json(http::status::accepted, R"({"export":"queued"})");
   }
+  if (path == "/v1/reports" && method == "POST") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(report_ms));
+    return Json(http::status::ok, R"({"report":"ready"})");
+  }
   return Json(http::status::not_found, R"({"error":"not_found"})");
 }
 
 Response Handle(const rl_http::RateLimitGate& gate, const Request& request,
-                const std::string& peer_ip) {
+                const std::string& peer_ip, int report_ms) {
   const std::string_view target = View(request.target());
   const std::string_view path = target.substr(0, target.find('?'));
   const std::string_view method = View(request.method_string());
@@ -79,10 +88,10 @@ Response Handle(const rl_http::RateLimitGate& gate, const Request& request,
   } else if (!result.allowed) {
     response = Json(http::status::too_many_requests, R"({"error":"rate_limited"})");
   } else {
-    response = Route(method, path);
+    response = Route(method, path, report_ms);
   }
   for (const rl::HeaderField& field : result.headers) response.set(field.name, field.value);
-  return response;
+  return response;  // result.lease, if any, is released here: the work is done
 }
 
 // A log line on stderr, stamped with the UTC time.
@@ -117,6 +126,7 @@ int main(int argc, char** argv) {
   int timeout_ms = 50;
   int fallback_instances = 0;
   int threads = 4;
+  int report_ms = 1000;
   po::options_description options("rl-http-example options");
   // clang-format off
   options.add_options()
@@ -133,6 +143,8 @@ int main(int argc, char** argv) {
       ("fallback-instances", po::value(&fallback_instances)->default_value(fallback_instances),
        "remote: while the limiter is unreachable, decide locally at each policy's limits / N "
        "(N = instances of this service sharing them); 0 = the failure modes decide")
+      ("report-ms", po::value(&report_ms)->default_value(report_ms),
+       "how long POST /v1/reports works while holding its lease (0..60000)")
       ("threads", po::value(&threads)->default_value(threads), "I/O threads");
   // clang-format on
   po::variables_map vars;
@@ -148,8 +160,10 @@ int main(int argc, char** argv) {
     std::cout << options;
     return 0;
   }
-  if (port < 0 || port > 65535 || threads < 1 || timeout_ms < 1 || fallback_instances < 0) {
-    std::fprintf(stderr, "bad --port, --threads, --timeout-ms or --fallback-instances\n");
+  if (port < 0 || port > 65535 || threads < 1 || timeout_ms < 1 || fallback_instances < 0 ||
+      report_ms < 0 || report_ms > 60000) {
+    std::fprintf(stderr,
+                 "bad --port, --threads, --timeout-ms, --fallback-instances or --report-ms\n");
     return 2;
   }
   if (backend != "remote") fallback_instances = 0;  // nothing to fall back from
@@ -197,9 +211,10 @@ int main(int argc, char** argv) {
   }
 
   boost::asio::io_context io(threads);
-  rl_http::HttpServer http_server(io, [&gate](const Request& request, const std::string& peer) {
-    return Handle(*gate, request, peer);
-  });
+  rl_http::HttpServer http_server(
+      io, [&gate, report_ms](const Request& request, const std::string& peer) {
+        return Handle(*gate, request, peer, report_ms);
+      });
   absl::StatusOr<uint16_t> bound = http_server.Listen(bind, static_cast<uint16_t>(port));
   if (!bound.ok()) {
     std::fprintf(stderr, "%s\n", bound.status().ToString().c_str());

@@ -19,12 +19,16 @@ RouteConfig DefaultRouteConfig() {
       // An export costs 10 of 30 per hour (3 exports), and is refused while the limiter is
       // unreachable: it protects an expensive backend.
       {"exports", "TOKEN_BUCKET 30 1h FAIL_CLOSED"},
+      // At most 3 reports running at once per client, and 20 an hour: a report holds a lease
+      // while it is built (a client that crashes mid-report frees its slot within a minute).
+      {"reports", "CONCURRENCY 3 LEASE 1m FIXED_WINDOW 20 1h FAIL_CLOSED"},
   };
   config.default_policy = "api-default";
   config.overrides = {
       {"GET", "/health", "", 0},
       {"GET", "/api/products", "products", 1},
       {"POST", "/v1/exports", "exports", 10},
+      {"POST", "/v1/reports", "reports", 1},
   };
   return config;
 }
@@ -77,7 +81,18 @@ GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
   result.policy = PolicyFor(method, path, &cost);
   if (result.policy == nullptr) return result;
 
-  absl::StatusOr<rl::Decision> decision = limiter_->Check(*result.policy, client_key, cost);
+  absl::StatusOr<rl::Decision> decision;
+  if (Leases(*result.policy)) {
+    absl::StatusOr<rl::Lease> lease = limiter_->Acquire(*result.policy, client_key, cost);
+    if (lease.ok()) {
+      decision = lease->decision();
+      result.lease = *std::move(lease);
+    } else {
+      decision = lease.status();
+    }
+  } else {
+    decision = limiter_->Check(*result.policy, client_key, cost);
+  }
   if (!decision.ok()) {
     // A request the limiter refused to evaluate (not an outage: those arrive as decisions made
     // by the failure mode). Treat it as the policy says for an unreachable limiter.
@@ -112,6 +127,12 @@ GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
   }
   result.decision = *std::move(decision);
   return result;
+}
+
+bool RateLimitGate::Leases(const rl::Policy& policy) {
+  return std::any_of(policy.limits.begin(), policy.limits.end(), [](const rl::Limit& limit) {
+    return limit.algorithm == rl::Algorithm::kConcurrency;
+  });
 }
 
 std::string ClientKey(std::string_view api_key, std::string_view peer_ip) {

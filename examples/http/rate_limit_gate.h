@@ -1,7 +1,8 @@
 // The rate-limit step of the HTTP example, modelled on a framework's request/response
 // subscriber: a route table (a config map with a global default and per-route overrides) picks
 // the policy, the client is identified, the limiter decides before any handler work, and the
-// decision's header values are added to whatever response goes out.
+// decision's header values are added to whatever response goes out. A route whose policy has a
+// CONCURRENCY limit takes a lease instead of a check and holds it while the request runs.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "outage_log.h"
 #include "rl/decision.h"
 #include "rl/headers.h"
+#include "rl/lease.h"
 #include "rl/limit.h"
 #include "rl/rate_limiter.h"
 
@@ -34,7 +36,8 @@ struct RouteConfig {
 };
 
 // The example's configuration: /api/products 5 per minute per client, /v1/exports stricter and
-// fail-closed, /health unlimited, everything else under a generous fail-open default.
+// fail-closed, /v1/reports at most 3 at once (and 20 per hour) per client, /health unlimited,
+// everything else under a generous fail-open default.
 RouteConfig DefaultRouteConfig();
 
 // What the gate decided for one request.
@@ -50,6 +53,10 @@ struct GateResult {
   // Decided by a failure mode: none of them (nothing about the limits is known), only a short
   // Retry-After when unavailable.
   std::vector<rl::HeaderField> headers;
+  // A route whose policy has a CONCURRENCY limit: the lease the request holds while it runs (it
+  // ends when this result is destroyed, after the response is built). Holds nothing when the
+  // request was denied, and when an allowed one took no slot (a fail-open outage).
+  rl::Lease lease;
 };
 
 class RateLimitGate {
@@ -79,6 +86,8 @@ class RateLimitGate {
     const rl::Policy* policy;
     int64_t cost;
   };
+  // Takes a lease (RateLimiter::Acquire) rather than a check: the policy has a CONCURRENCY limit.
+  static bool Leases(const rl::Policy& policy);
   std::map<std::string, Route, std::less<>> routes_;  // "METHOD path" -> route
 };
 

@@ -1,6 +1,8 @@
 // RemoteLimiter's wire protocol without a socket: the exact commands for a policy in each mode
-// (one policy name and key -> one server-side state), the HELLO 3 handshake, and replies (RESP3
-// maps with shadow_denied, RESP2 arrays, errors, garbage) turned into Decisions or Statuses.
+// (one policy name and key -> one server-side state; RL.ACQUIRE, RL.REFUND, RL.CHARGE, BLOCK and
+// CONCURRENCY limits included, and RL.RELEASE), the HELLO 3 handshake, and replies (RESP3 maps
+// with shadow_denied and lease ids, RESP2 arrays, errors, garbage) turned into Decisions, leases
+// or Statuses.
 #include "protocol.h"
 
 #include <string>
@@ -74,6 +76,92 @@ TEST(ProtocolTest, ServerPolicyModeSendsTheNameOnly) {
   name_only.name = "api";
   EXPECT_EQ(Encode("RL.CHECK", PolicyMode::kServerPolicy, name_only, "t1", &cost),
             Multibulk({"RL.CHECK", "t1", "POLICY", "api", "COST", "1"}));
+}
+
+// Issue 16's commands take the same shapes: the policy's name with its limits (BLOCK and
+// CONCURRENCY ... LEASE written canonically) or the name alone, and the amount as COST.
+TEST(ProtocolTest, AcquireRefundChargeAndReleaseCommands) {
+  const Policy exports = MakePolicy("exports", "CONCURRENCY 3 LEASE 10m FIXED_WINDOW 20 1h");
+  const Policy login = MakePolicy("login", "FIXED_WINDOW 5 15m BLOCK 1h");
+  const int64_t one = 1;
+  const int64_t amount = 1400;
+  EXPECT_EQ(Encode("RL.ACQUIRE", PolicyMode::kInline, exports, "tenant:7", &one),
+            Multibulk({"RL.ACQUIRE", "tenant:7", "POLICY", "exports", "CONCURRENCY", "3", "LEASE",
+                       "10m", "FIXED_WINDOW", "20", "1h", "COST", "1"}));
+  EXPECT_EQ(Encode("RL.ACQUIRE", PolicyMode::kServerPolicy, exports, "tenant:7", &one),
+            Multibulk({"RL.ACQUIRE", "tenant:7", "POLICY", "exports", "COST", "1"}));
+  EXPECT_EQ(Encode("RL.CHECK", PolicyMode::kInline, login, "alice", &one),
+            Multibulk({"RL.CHECK", "alice", "POLICY", "login", "FIXED_WINDOW", "5", "15m", "BLOCK",
+                       "1h", "COST", "1"}));
+  EXPECT_EQ(Encode("RL.REFUND", PolicyMode::kInline, login, "alice", &amount),
+            Multibulk({"RL.REFUND", "alice", "POLICY", "login", "FIXED_WINDOW", "5", "15m", "BLOCK",
+                       "1h", "COST", "1400"}));
+  EXPECT_EQ(Encode("RL.CHARGE", PolicyMode::kServerPolicy, login, "alice", &amount),
+            Multibulk({"RL.CHARGE", "alice", "POLICY", "login", "COST", "1400"}));
+  std::string out;
+  AppendRelease("tenant:7", "62ddead909b5e64a3f1360a0d7920ca1a1dc7cd9", &out);
+  EXPECT_EQ(out, Multibulk({"RL.RELEASE", "tenant:7", "62ddead909b5e64a3f1360a0d7920ca1a1dc7cd9"}));
+}
+
+TEST(ProtocolTest, AcquireRepliesCarryTheLeaseIdOrNil) {
+  const Policy exports = MakePolicy("exports", "CONCURRENCY 3 LEASE 10m");
+  const std::string id = "531673dddd042ee63f1360a0d7920ca18810856c";
+  // RESP3: the "lease" field.
+  absl::StatusOr<Acquired> a =
+      ToAcquired(Parse("%6\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:3\r\n$9\r\nremaining\r\n:2\r\n"
+                       "$14\r\nretry_after_ms\r\n:0\r\n$14\r\nreset_after_ms\r\n:600000\r\n"
+                       "$5\r\nlease\r\n$40\r\n" +
+                       id + "\r\n"),
+                 exports);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->decision.allowed);
+  EXPECT_EQ(a->decision.remaining, 2);
+  EXPECT_EQ(a->lease_id, id);
+  // Denied: nil (RESP3 null, RESP2 nil bulk), no lease.
+  a = ToAcquired(Parse("%6\r\n$7\r\nallowed\r\n:0\r\n$5\r\nlimit\r\n:3\r\n$9\r\nremaining\r\n"
+                       ":0\r\n$14\r\nretry_after_ms\r\n:599886\r\n$14\r\nreset_after_ms\r\n:599968"
+                       "\r\n$5\r\nlease\r\n_\r\n"),
+                 exports);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->decision.allowed);
+  EXPECT_EQ(a->decision.retry_after_ms, 599886);
+  EXPECT_TRUE(a->lease_id.empty());
+  // RESP2: the sixth element.
+  a = ToAcquired(Parse("*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:600000\r\n$40\r\n" + id + "\r\n"), exports);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->lease_id, id);
+  a = ToAcquired(Parse("*6\r\n:0\r\n:3\r\n:0\r\n:5\r\n:600000\r\n$-1\r\n"), exports);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->lease_id.empty());
+  // Errors stay the server's; a reply without the id, a malformed id, or a lease handed out
+  // with a denial is a broken reply.
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ToAcquired(Parse("-ERR RL.ACQUIRE needs a CONCURRENCY limit\r\n"), exports).status()));
+  for (const std::string& bad : std::vector<std::string>{
+           std::string("*5\r\n:1\r\n:3\r\n:2\r\n:0\r\n:600000\r\n"),
+           "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:600000\r\n:7\r\n",
+           "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:600000\r\n$0\r\n\r\n",
+           "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:600000\r\n$3\r\na b\r\n",
+           "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:600000\r\n$129\r\n" + std::string(129, 'a') + "\r\n",
+           "*6\r\n:0\r\n:3\r\n:0\r\n:5\r\n:600000\r\n$40\r\n" + id + "\r\n"}) {
+    EXPECT_TRUE(absl::IsInternal(ToAcquired(Parse(bad), exports).status())) << bad;
+  }
+}
+
+TEST(ProtocolTest, ReleaseRepliesAreOneOrZero) {
+  absl::StatusOr<bool> held = ToReleased(Parse(":1\r\n"));
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(*held);
+  held = ToReleased(Parse(":0\r\n"));
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(*held);
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ToReleased(Parse("-ERR lease id was issued for another key\r\n")).status()));
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(ToReleased(Parse("-NOAUTH Authentication required.\r\n")).status()));
+  for (const char* bad : {":2\r\n", ":-1\r\n", "+OK\r\n", "_\r\n"}) {
+    EXPECT_TRUE(absl::IsInternal(ToReleased(Parse(bad)).status())) << bad;
+  }
 }
 
 TEST(ProtocolTest, KeysAreBinarySafeAndInvalidRequestsWriteNothing) {

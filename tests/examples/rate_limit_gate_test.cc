@@ -1,5 +1,5 @@
 // RateLimitGate without HTTP: route overrides and the global default, weighted cost, unlimited
-// routes, shadow policies, config errors, client keys that never carry raw client input, and
+// routes, shadow policies, a route that holds a concurrency lease while it runs, config errors, client keys that never carry raw client input, and
 // outages: decisions by a failure mode get no rate-limit headers (fail-closed: 503 with a short
 // Retry-After), decisions by the remote limiter's local fallback get real ones (a denial is a
 // 429), and the outage log writes one line per episode, on a manual clock, counting how the
@@ -16,6 +16,13 @@
 
 namespace rl_http {
 namespace {
+
+std::string HeaderValueOf(const std::vector<rl::HeaderField>& headers, std::string_view name) {
+  for (const rl::HeaderField& field : headers) {
+    if (field.name == name) return field.value;
+  }
+  return "";
+}
 
 class RateLimitGateTest : public ::testing::Test {
  protected:
@@ -85,6 +92,44 @@ TEST_F(RateLimitGateTest, ShadowPoliciesCountButNeverBlock) {
   EXPECT_TRUE(second.decision->shadow_denied);  // the limits' verdict is still reported
 }
 
+// Issue 16: /v1/reports takes a lease for the duration of the request: three requests of a client
+// hold the three slots, a fourth is a 429 that names the concurrency limit, and the slot is back
+// as soon as one of the three results (and so its request) is gone. Another client has its own
+// three.
+TEST_F(RateLimitGateTest, ReportsHoldALeaseWhileTheRequestRuns) {
+  RateLimitGate gate = MakeGate(DefaultRouteConfig());
+  int64_t cost = 0;
+  ASSERT_EQ(gate.PolicyFor("POST", "/v1/reports", &cost)->name, "reports");
+  std::vector<GateResult> running;
+  for (int i = 0; i < 3; ++i) {
+    running.push_back(gate.Check("POST", "/v1/reports", "key:a"));
+    EXPECT_TRUE(running.back().allowed);
+    EXPECT_TRUE(running.back().lease.held());
+    EXPECT_EQ(running.back().decision->limit, 3);  // the binding limit: the slots
+    EXPECT_EQ(running.back().decision->remaining, 2 - i);
+  }
+  GateResult fourth = gate.Check("POST", "/v1/reports", "key:a");
+  EXPECT_FALSE(fourth.allowed);
+  EXPECT_FALSE(fourth.unavailable);  // the client's 429, not an outage
+  EXPECT_FALSE(fourth.lease.held());
+  EXPECT_GT(fourth.decision->retry_after_ms, 0);  // when the soonest lease ends by its ttl
+  EXPECT_EQ(HeaderValueOf(fourth.headers, "X-RateLimit-Limit"), "3");
+  EXPECT_TRUE(gate.Check("POST", "/v1/reports", "key:b").allowed);  // its own slots
+
+  running.erase(running.begin());  // one report finished: its lease ends with it
+  GateResult next = gate.Check("POST", "/v1/reports", "key:a");
+  EXPECT_TRUE(next.allowed);
+  EXPECT_TRUE(next.lease.held());
+  running.clear();
+  // 20 per hour: 4 of them used so far (a denied acquire counts nothing).
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_TRUE(gate.Check("POST", "/v1/reports", "key:a").allowed) << i;
+  }
+  GateResult hourly = gate.Check("POST", "/v1/reports", "key:a");
+  EXPECT_FALSE(hourly.allowed);
+  EXPECT_EQ(hourly.decision->limit, 20);
+}
+
 TEST_F(RateLimitGateTest, BadConfigIsRejected) {
   RouteConfig config = DefaultRouteConfig();
   config.overrides.push_back({"GET", "/x", "no-such-policy", 1});
@@ -103,6 +148,17 @@ class ScriptedLimiter final : public rl::RateLimiter {
   absl::StatusOr<rl::Decision> Check(const rl::Policy&, std::string_view, int64_t) override {
     return next;
   }
+  absl::StatusOr<rl::Decision> Refund(const rl::Policy&, std::string_view, int64_t) override {
+    return next;
+  }
+  absl::StatusOr<rl::Decision> Charge(const rl::Policy&, std::string_view, int64_t) override {
+    return next;
+  }
+  // An outage's lease holds nothing (the failure mode decided; a fallback's would be local).
+  absl::StatusOr<rl::Lease> Acquire(const rl::Policy&, std::string_view key, int64_t) override {
+    return rl::Lease(nullptr, std::string(key), "", next);
+  }
+  absl::StatusOr<bool> Release(std::string_view, std::string_view) override { return false; }
   int64_t WallNowMs() const override { return 1'700'000'000'000; }
   rl::Decision next;
 };

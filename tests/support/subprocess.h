@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -249,6 +250,26 @@ class Subprocess {
   std::optional<int> exit_status_;
   std::string buffer_;
 };
+
+// The port a child names on its readiness line: the first stdout line within `timeout` that
+// starts with `prefix` ends in ":PORT" (rl-server with --port 0 prints "rl-server ready:
+// listening on 127.0.0.1:PORT"). Other lines before it are skipped; 0 when none came. Binding
+// port 0 and reading the port back leaves no gap in which another test could take it.
+inline int ReadyPort(Subprocess& process, const std::string& prefix,
+                     std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string line;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !process.ReadLine(&line, left)) return 0;
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t colon = line.rfind(':');
+    if (colon == std::string::npos) return 0;
+    const int port = std::atoi(line.c_str() + colon + 1);
+    return port > 0 && port <= 65535 ? port : 0;
+  }
+}
 
 // Runs argv to completion with stdout and stderr captured. The exit status (as Subprocess::Wait)
 // or nullopt if it did not finish within `timeout` (it is killed then).

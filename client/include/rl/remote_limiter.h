@@ -1,13 +1,14 @@
-// rl::RemoteLimiter: the rate-limit check of rl::Limiter, answered by an rl-server over RESP (or
-// by a Redis Cluster whose nodes load rl.so) so every instance of a fleet shares one count. Calls
-// are synchronous for the caller and bounded by a per-call timeout of tens of milliseconds; when
-// the server is down or too slow, a local fallback (when configured) decides at this instance's
-// share of the limits, else each policy's FailureMode (fail-open: allow and count the failure;
-// fail-closed: deny). Connections are pooled, concurrent calls are pipelined on them, and a lost
-// server is reconnected to on its own once it is back.
+// rl::RemoteLimiter: what rl::Limiter does — checks, refunds and charges, concurrency leases —
+// answered by an rl-server over RESP (or by a Redis Cluster whose nodes load rl.so) so every
+// instance of a fleet shares one count. Calls are synchronous for the caller and bounded by a
+// per-call timeout of tens of milliseconds; when the server is down or too slow, a local fallback
+// (when configured) decides at this instance's share of the limits, else each policy's
+// FailureMode (fail-open: allow and count the failure; fail-closed: deny). Connections are
+// pooled, concurrent calls are pipelined on them, and a lost server is reconnected to on its own
+// once it is back.
 //
-// Cluster mode (cluster_nodes): each check goes to the master serving its key's hash slot (the
-// key sent is the user's key, so one check is one slot); the slot map is learned from the seeds
+// Cluster mode (cluster_nodes): each call goes to the master serving its key's hash slot (the
+// key sent is the user's key, so one check is one slot; RL.RELEASE names the key too); the slot map is learned from the seeds
 // and kept current from MOVED replies and background CLUSTER SLOTS refreshes; ASK is followed for
 // the one command; CheckMany sends each node its checks in one pipelined batch, all nodes at
 // once, within one timeout. A node that cannot answer decides only its own keys' checks (the
@@ -31,6 +32,7 @@
 #include "absl/types/span.h"
 #include "rl/clock.h"
 #include "rl/decision.h"
+#include "rl/lease.h"
 #include "rl/limit.h"
 #include "rl/rate_limiter.h"
 
@@ -96,6 +98,9 @@ struct RemoteLimiterOptions {
   // the window holds. It starts empty (it never knows the server's count), so in the window an
   // outage begins each instance may admit its share on top of what the server already counted.
   // Peek and Reset reach only the server.
+  // Acquire, Refund and Charge use the fallback too (see each). A CONCURRENCY limit's share is
+  // its LIMIT divided the same way (at most n / instances leases at once per instance, each with
+  // the policy's LEASE ttl); the fallback's lease is an in-process one, released locally.
   struct Fallback {
     int64_t instances = 0;
     // Bound on the local states (one per key and limit of a policy); past it, expired and little
@@ -103,8 +108,9 @@ struct RemoteLimiterOptions {
     size_t max_keys = 100'000;
   };
   Fallback fallback;
-  // Called (on the calling thread) for every check the server did not answer (decided by the
-  // fallback or by a FailureMode): the place to raise an alarm. Must be cheap and thread-safe.
+  // Called (on the calling thread) for every check, acquire, refund and charge the server did not
+  // answer (decided by the fallback or by a FailureMode; not for releases, which name no policy):
+  // the place to raise an alarm. Must be cheap and thread-safe.
   std::function<void(const Policy& policy, const absl::Status& why)> on_failure;
   // Time for the reconnect back-off, the fallback's limiter and WallNowMs; not owned, null =
   // SteadyClock::Default(). The call timeout is real time whatever the clock: it bounds a wait on
@@ -114,10 +120,21 @@ struct RemoteLimiterOptions {
 
 struct RemoteLimiterStats {
   uint64_t checks = 0;    // Check/Peek calls
-  uint64_t answered = 0;  // calls the server answered
-  // Server unavailable, and no fallback or one that could not decide: the FailureMode decided.
+  uint64_t acquires = 0;  // Acquire calls
+  uint64_t refunds = 0;   // Refund calls
+  uint64_t charges = 0;   // Charge calls
+  uint64_t answered = 0;  // checks, acquires, refunds and charges the server answered
+  // Server unavailable, and no fallback or one that could not decide: the FailureMode decided
+  // (checks and acquires).
   uint64_t failed_open = 0;    // by FailureMode::kFailOpen
   uint64_t failed_closed = 0;  // by FailureMode::kFailClosed
+  // Refunds and charges the server did not get (it could not be reached in time): answered by
+  // the fallback, which applied them to this instance's share, or by the FailureMode.
+  uint64_t settles_lost = 0;
+  // RL.RELEASE sent (Lease::Release, a lease's destructor, Release by id), and those the server
+  // did not confirm because it could not be reached in time: such a lease ends by its ttl.
+  uint64_t releases = 0;
+  uint64_t release_failures = 0;
   uint64_t timeouts = 0;  // calls that ran out of time (decided by the fallback or a FailureMode)
   uint64_t server_errors = 0;  // error replies (-ERR ...), returned as absl errors
   uint64_t connects = 0;       // successful (re)connects (all nodes)
@@ -128,8 +145,8 @@ struct RemoteLimiterStats {
   uint64_t nodes = 0;               // nodes the client holds a pool for
   // wait_for_replicas: checks the master answered but too few replicas acknowledged in time.
   uint64_t unreplicated = 0;
-  // Fallback: checks it decided (server unavailable; a shadow policy's are allowed), and the
-  // states it holds now (they expire by themselves).
+  // Fallback: checks and acquires it decided (server unavailable; a shadow policy's are
+  // allowed), and the states it holds now, lease sets included (they expire by themselves).
   uint64_t fallback_allowed = 0;
   uint64_t fallback_denied = 0;
   uint64_t fallback_keys = 0;
@@ -165,6 +182,51 @@ class RemoteLimiter final : public RateLimiter {
     int64_t cost = 1;
   };
   std::vector<absl::StatusOr<Decision>> CheckMany(absl::Span<const Request> requests);
+  // RL.REFUND / RL.CHARGE (inline mode: `RL.REFUND <key> POLICY <name> <limits...> COST n`;
+  // kServerPolicy: `... POLICY <name> COST n`): give back up to `amount`, or take it even into
+  // debt (see Limiter::Refund, Limiter::Charge); the answer is what a check of cost 0 would get
+  // right after, shadow mode applied as for Check. An error reply (a LEAKY_BUCKET refund, a
+  // CONCURRENCY limit, amount < 0 or > 2^40) -> that error. Server unavailable: the amount never
+  // reaches it (Stats().settles_lost, on_failure); the fallback, when configured and able to,
+  // applies it to this instance's share (so what an outage's checks consumed locally is settled
+  // locally) and answers decided_by = kFallback; else FailureDecision(policy) answers — which is
+  // what the next check would get. Check decided_by to know whether the server heard of it.
+  absl::StatusOr<Decision> Refund(const Policy& policy, std::string_view key,
+                                  int64_t amount) override;
+  absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key,
+                                  int64_t amount) override;
+
+  // RL.ACQUIRE: a lease of the policy's CONCURRENCY limit, all or nothing with its rate limits
+  // ("at most 3 exports at once and 20 per hour"), shared by every client of the server: the
+  // lease lives on the server (cluster mode: on the key's master) and its id is lease.id(). The
+  // returned rl::Lease releases itself when destroyed (RL.RELEASE, see Release below); this
+  // RemoteLimiter must outlive it. Proceed on decision().allowed, not held(): a shadow policy's
+  // denial comes back allowed without a lease, and so does a fail-open outage. An error reply
+  // (no CONCURRENCY limit, a bad limit, an unknown policy) -> that error.
+  // Server unavailable, too slow, or refusing our credentials (counted and reported like a
+  // check's):
+  //  - with the fallback: an in-process lease of this instance's share of the CONCURRENCY limit
+  //    (and of the rate limits), decided_by = kFallback. Why: a fleet whose server is down still
+  //    runs at most about n things at once (each instance its n / instances), where fail-open
+  //    would run any number and fail-closed none. It is released locally (never on the server,
+  //    which never knew of it), and ends by its ttl like any lease.
+  //  - else the FailureMode: kFailOpen allowed without a lease (nothing is held, so nothing
+  //    needs releasing), kFailClosed denied (retry_after_ms = fail_closed_retry_after_ms).
+  // An acquire the server answers too late may still have taken a slot there: it ends by its
+  // LEASE ttl (so keep LEASE to the longest the work may take, not much longer).
+  absl::StatusOr<Lease> Acquire(const Policy& policy, std::string_view key,
+                                int64_t cost = 1) override;
+  // RL.RELEASE <key> <lease_id>: true when the lease was held, false when it had already ended.
+  // What a lease's Release() and destructor call; also for an id handed over by Detach() (a lease
+  // the fallback granted is released locally). Bounded like every call: at most `timeout`, and at
+  // once during the reconnect back-off, so a destructor never blocks for longer. Server
+  // unavailable -> that status (Unavailable, DeadlineExceeded), counted in
+  // Stats().release_failures: the lease stays held on the server until its ttl ends it (a
+  // Lease's Release() then returns false). A malformed id, or one issued for another key ->
+  // InvalidArgument (the server's error). Not retried and not covered by wait_for_replicas: a
+  // lost release only holds a slot until the ttl, never grants one too many.
+  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id) override;
+
   // RL.PEEK: what Check would answer, changing nothing. Unavailability is an error here.
   absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
   // RL.RESET: removes the policy's state for `key`; returns how many states existed.
@@ -187,6 +249,9 @@ class RemoteLimiter final : public RateLimiter {
  private:
   class Impl;
   explicit RemoteLimiter(std::unique_ptr<Impl> impl);
+  // Refund (refund = true) or Charge.
+  absl::StatusOr<Decision> Settle(bool refund, const Policy& policy, std::string_view key,
+                                  int64_t amount);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -50,10 +50,10 @@ struct LimiterStats {
   uint64_t lease_sets = 0;    // CONCURRENCY limits holding leases (counted in `keys` too)
 };
 
-class Limiter {
+class Limiter final : public LeaseIssuer {
  public:
   explicit Limiter(LimiterOptions options = {});
-  ~Limiter();
+  ~Limiter() override;
   Limiter(const Limiter&) = delete;
   Limiter& operator=(const Limiter&) = delete;
 
@@ -108,7 +108,7 @@ class Limiter {
   // Ends lease `lease_id` of `key` (an id from Lease::id() or Lease::Detach()): true when it was
   // held, false when it had already ended (released, or its ttl ran out). An id that is not a
   // lease id, or was issued for another key, is an InvalidArgument error and changes nothing.
-  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id);
+  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id) override;
 
   // Removes up to `budget` expired states (those equivalent to fresh); returns how many.
   size_t Sweep(size_t budget = SIZE_MAX);

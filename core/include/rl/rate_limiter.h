@@ -1,6 +1,8 @@
 // One interface over both back ends, so a service picks in-process or remote limiting with a flag
 // and the rest of its code does not change: rl::LocalRateLimiter wraps the engine (rl::Limiter),
-// rl::RemoteLimiter talks to rl-server. Both check a named policy for a key, all or nothing.
+// rl::RemoteLimiter talks to rl-server. Both check a named policy for a key, all or nothing,
+// settle costs known only afterwards (Refund, Charge), and take concurrency leases (Acquire: one
+// rl::Lease type whichever back end granted it).
 #pragma once
 
 #include <cstdint>
@@ -8,12 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "rl/decision.h"
+#include "rl/lease.h"
 #include "rl/limit.h"
 #include "rl/limiter.h"
 
 namespace rl {
 
-class RateLimiter {
+class RateLimiter : public LeaseIssuer {
  public:
   virtual ~RateLimiter() = default;
 
@@ -24,6 +27,22 @@ class RateLimiter {
   // shadow mode: a shadow policy's denial comes back allowed, with Decision::shadow_denied.
   virtual absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
                                          int64_t cost = 1) = 0;
+  // Settle-later costs (see Limiter::Refund and Limiter::Charge): give back up to `amount`, or
+  // take `amount` even into debt; the answer is what a check of cost 0 would get right after.
+  // A remote limiter that cannot reach its server answers as its FailureMode (or its local
+  // fallback) would answer that check, and the server never hears of the amount.
+  virtual absl::StatusOr<Decision> Refund(const Policy& policy, std::string_view key,
+                                          int64_t amount) = 0;
+  virtual absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key,
+                                          int64_t amount) = 0;
+  // A lease of the policy's CONCURRENCY limit, all or nothing with its rate limits (see
+  // Limiter::Acquire). Whether to proceed is decision().allowed, not held(): a shadow policy's
+  // denial, and a remote limiter's fail-open outage, are allowed without a lease. The lease
+  // releases itself when destroyed; this limiter must outlive it.
+  virtual absl::StatusOr<Lease> Acquire(const Policy& policy, std::string_view key,
+                                        int64_t cost = 1) = 0;
+  // Release(key, lease_id), from LeaseIssuer: ends a lease by id (one handed over by Detach()).
+
   // Unix time in ms as the limiter sees it, for X-RateLimit-Reset (rl::HeaderValues).
   virtual int64_t WallNowMs() const = 0;
 };
@@ -36,6 +55,22 @@ class LocalRateLimiter final : public RateLimiter {
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
                                  int64_t cost = 1) override {
     return limiter_->Check(policy, key, cost);
+  }
+  absl::StatusOr<Decision> Refund(const Policy& policy, std::string_view key,
+                                  int64_t amount) override {
+    return limiter_->Refund(policy, key, amount);
+  }
+  absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key,
+                                  int64_t amount) override {
+    return limiter_->Charge(policy, key, amount);
+  }
+  // The engine's own lease: it releases itself on the Limiter.
+  absl::StatusOr<Lease> Acquire(const Policy& policy, std::string_view key,
+                                int64_t cost = 1) override {
+    return limiter_->Acquire(policy, key, cost);
+  }
+  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id) override {
+    return limiter_->Release(key, lease_id);
   }
   int64_t WallNowMs() const override { return limiter_->clock().WallMs(); }
 
