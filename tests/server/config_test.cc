@@ -80,6 +80,9 @@ TEST(ConfigTest, FileErrors) {
   std::string types = WriteTemp("[policies]\napi = 5\n");
   EXPECT_FALSE(LoadConfigFile(types, {}, &c).ok());
   EXPECT_FALSE(LoadConfigFile("/nonexistent/rl.toml", {}, &c).ok());
+  // A directory is no config (toml++ would read it as an empty document).
+  EXPECT_FALSE(LoadConfigFile("/tmp", {}, &c).ok());
+  EXPECT_FALSE(LoadPolicies("/tmp").ok());
   for (const auto& p : {unknown, syntax, types}) std::remove(p.c_str());
 }
 
