@@ -2,10 +2,8 @@
 #include "server.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
-#include <mutex>
 #include <random>
 
 #include <boost/asio/post.hpp>
@@ -100,6 +98,17 @@ void Worker::Sweep() {
   }
 }
 
+void Worker::Drain() {
+  shutting_down_ = true;  // an Adopt still queued closes its socket
+  sweep_timer_.cancel();
+  guard_.reset();
+  std::vector<Connection*> conns(connections_.begin(), connections_.end());
+  for (Connection* conn : conns) conn->CloseNow();
+  // Closing aborted every pending read and write; their handlers hold the last references.
+  ctx_.restart();
+  ctx_.poll();
+}
+
 void Worker::BeginShutdown() {
   shutting_down_ = true;
   sweep_timer_.cancel();
@@ -166,7 +175,8 @@ absl::Status Server::Start() {
         fmt::format("cannot listen on {}:{}: {}", c.bind, c.port, ec.message()));
   }
   state_.port = acceptor_->local_endpoint().port();
-  signals_ = std::make_unique<asio::signal_set>(main_ctx, SIGTERM, SIGINT, SIGHUP);
+  signals_ = std::make_unique<asio::signal_set>(control_ctx_, SIGTERM, SIGINT, SIGHUP);
+  grace_timer_ = std::make_unique<asio::steady_timer>(control_ctx_);
   return absl::OkStatus();
 }
 
@@ -205,11 +215,16 @@ void Server::WaitSignal() {
     if (ec) return;
     if (signo == SIGHUP) {
       Reload();
-      WaitSignal();
+    } else if (!stopping_) {
+      Log(state_.config, fmt::format("signal {}: shutting down", signo));
+      Shutdown();
+    } else {
+      Log(state_.config, fmt::format("signal {} again: closing the remaining clients now", signo));
+      forced_ = true;
+      ForceStop();
       return;
     }
-    Log(state_.config, fmt::format("signal {}: shutting down", signo));
-    Shutdown();
+    WaitSignal();
   });
 }
 
@@ -230,15 +245,29 @@ void Server::Reload() {
 }
 
 void Server::Shutdown() {
-  if (stopping_) return;
   stopping_ = true;
-  boost::system::error_code ec;
-  acceptor_->close(ec);
-  signals_->cancel(ec);
+  // The acceptor belongs to worker 0's thread; closing it there aborts the pending accept.
+  asio::post(workers_[0]->context(), [this] {
+    boost::system::error_code ec;
+    acceptor_->close(ec);
+  });
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     asio::post(w->context(), [w] { w->BeginShutdown(); });
   }
+  // A client that never reads its replies must not hold the process forever.
+  grace_timer_->expires_after(std::chrono::milliseconds(kShutdownGraceMs));
+  grace_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    Log(state_.config, fmt::format("clients still connected after {} ms: closing them",
+                                   kShutdownGraceMs));
+    ForceStop();
+  });
+}
+
+void Server::ForceStop() {
+  grace_timer_->cancel();
+  for (auto& w : workers_) w->context().stop();
 }
 
 int Server::Run() {
@@ -252,34 +281,18 @@ int Server::Run() {
 
   snapshotter_->StartPeriodic();
   if (metrics_) metrics_->Start();
+  auto control_guard = asio::make_work_guard(control_ctx_);
+  std::thread control([this] { control_ctx_.run(); });
   std::vector<std::thread> threads;
   for (size_t i = 1; i < workers_.size(); ++i) {
     threads.emplace_back([w = workers_[i].get()] { w->Run(); });
   }
-  // A watchdog so a client that never drains its replies cannot hold shutdown forever.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(mu);
-    int64_t stop_seen_ms = 0;
-    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) {
-      if (!stopping_.load()) continue;
-      if (stop_seen_ms == 0) stop_seen_ms = SteadyNowMs();
-      if (SteadyNowMs() - stop_seen_ms > 5000) {
-        for (auto& w : workers_) w->context().stop();
-        return;
-      }
-    }
-  });
   workers_[0]->Run();
   for (auto& t : threads) t.join();
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  watchdog.join();
+  control_ctx_.stop();
+  control.join();
+  // Whatever the grace period left behind is freed now, with every worker still whole.
+  for (auto& w : workers_) w->Drain();
   if (metrics_) metrics_->Stop();
   // Every worker has stopped, so this snapshot holds every grant made.
   snapshotter_->Stop();
@@ -296,6 +309,7 @@ int Server::Run() {
       exit_code = 1;  // a supervisor should notice that state was lost
     }
   }
+  if (forced_) exit_code = 1;  // some clients did not get their replies
   Log(state_.config, "bye");
   return exit_code;
 }
