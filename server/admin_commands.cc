@@ -333,11 +333,13 @@ void Info(CommandContext& ctx) {
                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
                    "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
                    "client_output_limit_disconnections:{}\r\nidle_timeout_disconnections:{}\r\n"
+                   "accept_resource_errors:{}\r\n"
                    "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_checks:{}\r\nrl_allowed:{}\r\n"
                    "rl_denied:{}\r\nrl_shadow_denied:{}\r\nrl_near_limit:{}\r\n",
                    st.global.total_connections.load(), commands,
                    st.global.rejected_connections.load(), st.global.protocol_errors.load(),
                    st.global.output_limit_disconnects.load(), st.global.idle_disconnects.load(),
+                   st.global.accept_resource_errors.load(),
                    ls.evictions, ls.expired, total.checks, total.allowed, total.denied,
                    total.shadow_denied, total.near_limit);
     for (const auto& [name, c] : per_policy) {

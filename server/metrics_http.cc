@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 
+#include "accept_backoff.h"
 #include "metrics.h"
 #include "server_state.h"
 
@@ -19,7 +20,6 @@ namespace http = beast::http;
 using asio::ip::tcp;
 
 namespace {
-constexpr int kMaxSessions = 64;
 constexpr auto kRequestTimeout = std::chrono::seconds(10);
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 }  // namespace
@@ -91,7 +91,10 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
   http::response<http::string_body> response_;
 };
 
-MetricsHttpServer::MetricsHttpServer(const ServerState* state) : state_(state) {}
+MetricsHttpServer::MetricsHttpServer(ServerState* state)
+    : state_(state),
+      backoff_(std::make_unique<AcceptBackoff>(ctx_, "metrics scrapers", state->config.quiet,
+                                               &state->global.accept_resource_errors)) {}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
@@ -117,8 +120,10 @@ absl::Status MetricsHttpServer::Listen(const std::string& bind, int port) {
 void MetricsHttpServer::Accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec && backoff_->OnError(ec, [this] { Accept(); })) return;
     if (!ec) {
-      if (sessions_.load(std::memory_order_relaxed) >= kMaxSessions) {
+      backoff_->OnSuccess();
+      if (sessions_.load(std::memory_order_relaxed) >= kMetricsMaxSessions) {
         socket.close(ec);  // a scraper storm must not exhaust file descriptors
       } else {
         std::make_shared<Session>(this, std::move(socket))->Read();

@@ -16,10 +16,14 @@
 namespace rl::server {
 
 struct ServerState;
+class AcceptBackoff;
+
+// Scraper connections served at once.
+inline constexpr int kMetricsMaxSessions = 64;
 
 class MetricsHttpServer {
  public:
-  explicit MetricsHttpServer(const ServerState* state);
+  explicit MetricsHttpServer(ServerState* state);
   ~MetricsHttpServer();  // stops
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
@@ -35,10 +39,11 @@ class MetricsHttpServer {
   class Session;
   void Accept();
 
-  const ServerState* state_;
+  ServerState* state_;
   std::atomic<int> sessions_{0};  // before ctx_: sessions may die with the io_context
   boost::asio::io_context ctx_{1};
   boost::asio::ip::tcp::acceptor acceptor_{ctx_};
+  std::unique_ptr<AcceptBackoff> backoff_;  // after ctx_: its timer lives on it
   std::thread thread_;
   int port_ = 0;
 };

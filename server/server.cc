@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <random>
 
+#include <sys/resource.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/core.h>
 
+#include "accept_backoff.h"
 #include "connection.h"
 #include "metrics_http.h"
 #include "snapshot.h"
@@ -40,6 +43,42 @@ std::string RandomRunId() {
 }
 
 }  // namespace
+
+absl::Status FitMaxClientsToFileLimit(ServerConfig* config) {
+  // Descriptors besides clients: stdio, the listeners, an epoll + eventfd + timerfd per
+  // io_context, the signal pipe, snapshot files (32, as Redis reserves), and the metrics
+  // endpoint's sessions when it is on.
+  const int64_t reserved = 32 + 4 * int64_t{config->threads} +
+                           (config->metrics_port > 0 ? 4 + kMetricsMaxSessions : 0);
+  const int64_t wanted = config->maxclients + reserved;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return absl::OkStatus();
+  if (lim.rlim_cur == RLIM_INFINITY || static_cast<int64_t>(lim.rlim_cur) >= wanted) {
+    return absl::OkStatus();
+  }
+  // Raise the soft limit as far as the hard one allows.
+  rlim_t target = lim.rlim_max == RLIM_INFINITY || static_cast<int64_t>(lim.rlim_max) >= wanted
+                      ? static_cast<rlim_t>(wanted)
+                      : lim.rlim_max;
+  if (target > lim.rlim_cur) {
+    rlimit raised{target, lim.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim.rlim_cur = target;
+  }
+  if (static_cast<int64_t>(lim.rlim_cur) >= wanted) return absl::OkStatus();
+  const int64_t fit = static_cast<int64_t>(lim.rlim_cur) - reserved;
+  if (fit < 1) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "the open-file limit (ulimit -n) of {} is too low: rl-server needs at least {} "
+        "descriptors for itself and one client",
+        lim.rlim_cur, reserved + 1));
+  }
+  Log(*config, fmt::format("warning: maxclients {} needs {} file descriptors but the open-file "
+                           "limit (ulimit -n) is {}: maxclients lowered to {} (raise ulimit -n "
+                           "for more)",
+                           config->maxclients, wanted, lim.rlim_cur, fit));
+  config->maxclients = fit;
+  return absl::OkStatus();
+}
 
 bool PasswordMatches(std::string_view guess, std::string_view secret) {
   // Touch every byte of the guess whatever the secret, so timing reveals no prefix match.
@@ -125,6 +164,8 @@ Server::Server(ServerConfig config) { state_.config = std::move(config); }
 Server::~Server() = default;
 
 absl::Status Server::Start() {
+  absl::Status fds = FitMaxClientsToFileLimit(&state_.config);
+  if (!fds.ok()) return fds;
   const ServerConfig& c = state_.config;
   rl::LimiterOptions options;
   options.max_keys = c.max_keys;
@@ -175,6 +216,8 @@ absl::Status Server::Start() {
         fmt::format("cannot listen on {}:{}: {}", c.bind, c.port, ec.message()));
   }
   state_.port = acceptor_->local_endpoint().port();
+  accept_backoff_ = std::make_unique<AcceptBackoff>(main_ctx, "clients", c.quiet,
+                                                    &state_.global.accept_resource_errors);
   signals_ = std::make_unique<asio::signal_set>(control_ctx_, SIGTERM, SIGINT, SIGHUP);
   grace_timer_ = std::make_unique<asio::steady_timer>(control_ctx_);
   return absl::OkStatus();
@@ -187,6 +230,7 @@ void Server::Accept() {
                                                             tcp::socket socket) {
     if (stopping_) return;
     if (!ec) {
+      accept_backoff_->OnSuccess();
       auto& global = state_.global;
       if (global.connected_clients.load(std::memory_order_relaxed) >= state_.config.maxclients) {
         // As Redis: tell the client why, then close. A fresh socket accepts this small write.
@@ -204,6 +248,10 @@ void Server::Accept() {
         });
       }
     } else if (ec == asio::error::operation_aborted) {
+      return;
+    } else if (accept_backoff_->OnError(ec, [this] {
+                 if (!stopping_) Accept();
+               })) {
       return;
     }
     Accept();
@@ -250,6 +298,7 @@ void Server::Shutdown() {
   asio::post(workers_[0]->context(), [this] {
     boost::system::error_code ec;
     acceptor_->close(ec);
+    accept_backoff_->Cancel();
   });
   for (auto& worker : workers_) {
     Worker* w = worker.get();

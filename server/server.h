@@ -22,6 +22,7 @@
 
 namespace rl::server {
 
+class AcceptBackoff;
 class Connection;
 class MetricsHttpServer;
 class Snapshotter;
@@ -87,6 +88,7 @@ class Server {
   std::unique_ptr<MetricsHttpServer> metrics_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;  // on workers_[0]'s io_context
+  std::unique_ptr<AcceptBackoff> accept_backoff_;             // the same
   // Signals and the grace timer live on a thread of their own: a second signal is heard while
   // the I/O threads drain, and no I/O thread waits on them to finish.
   boost::asio::io_context control_ctx_{1};
@@ -99,6 +101,11 @@ class Server {
 
 // How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
 inline constexpr int kShutdownGraceMs = 5000;
+
+// Lowers config->maxclients, with a warning, so clients and the server's own descriptors fit
+// RLIMIT_NOFILE (raising the soft limit first if the hard one allows); an error when not even
+// one client fits.
+absl::Status FitMaxClientsToFileLimit(ServerConfig* config);
 
 // Current steady-clock milliseconds (idle timeouts, uptime).
 int64_t SteadyNowMs();

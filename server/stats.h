@@ -116,6 +116,7 @@ struct GlobalStats {
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> output_limit_disconnects{0};
   std::atomic<uint64_t> idle_disconnects{0};
+  std::atomic<uint64_t> accept_resource_errors{0};  // accepts failed for lack of fds or memory
 };
 
 }  // namespace rl::server

@@ -1,0 +1,178 @@
+// The real server at the edge of its resources: a low open-file limit lowers maxclients at start
+// (or refuses to start); running out of descriptors makes the accept loops wait instead of
+// spinning at 100% CPU, and clients are served again once descriptors free up.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "resp_client.h"
+#include "server_process.h"
+
+namespace rl::test {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// User + system CPU seconds the process has used (/proc/<pid>/stat fields 14 and 15).
+double CpuSeconds(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long ticks = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i >= 14) ticks += std::stol(field);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+size_t OpenFds(pid_t pid) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+std::string Info(int port, const std::string& section) {
+  RespClient c(port);
+  return c.Call({"INFO", section}).str;
+}
+
+class TempLog {
+ public:
+  TempLog() {
+    char tmpl[] = "/tmp/rl-resources-test-XXXXXX";
+    int fd = mkstemp(tmpl);
+    close(fd);
+    path_ = tmpl;
+  }
+  ~TempLog() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ResourcesTest, LowOpenFileLimitLowersMaxclientsAtStart) {
+  TempLog log;
+  ServerOptions options;
+  options.quiet = false;
+  options.stderr_path = log.path();
+  options.nofile = 64;  // 2 threads reserve 32 + 2 * 4 descriptors: 24 clients fit
+  ServerProcess server({"--threads", "2"}, options);
+  ASSERT_GT(server.port(), 0);
+  EXPECT_NE(Info(server.port(), "clients").find("maxclients:24\r\n"), std::string::npos);
+  EXPECT_NE(ReadFile(log.path()).find("maxclients lowered to 24"), std::string::npos)
+      << ReadFile(log.path());
+  // Clients past the lowered maxclients get Redis's error instead of an accept that fails.
+  std::vector<std::unique_ptr<RespClient>> clients;
+  for (int i = 0; i < 24; ++i) {
+    clients.push_back(std::make_unique<RespClient>(server.port()));
+    ASSERT_EQ(clients.back()->Call({"PING"}).str, "PONG") << i;
+  }
+  RespClient extra(server.port());
+  EXPECT_EQ(extra.Read().str, "ERR max number of clients reached");
+  clients.clear();
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST(ResourcesTest, OpenFileLimitTooLowForOneClientRefusesToStart) {
+  ServerOptions options;
+  options.quiet = false;
+  options.nofile = 30;
+  TempLog log;
+  options.stderr_path = log.path();
+  ServerProcess server({"--threads", "2"}, options);
+  EXPECT_EQ(server.port(), 0);
+  EXPECT_EQ(server.Wait(5000), 1);
+  EXPECT_NE(ReadFile(log.path()).find("open-file limit (ulimit -n) of 30 is too low"),
+            std::string::npos)
+      << ReadFile(log.path());
+}
+
+TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
+  TempLog log;
+  ServerOptions options;
+  options.quiet = false;
+  options.stderr_path = log.path();
+  // A metrics port nobody listens on right now.
+  int metrics_port = 0;
+  {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    metrics_port = ntohs(addr.sin_port);
+  }
+  ServerProcess server({"--threads", "2", "--metrics-port", std::to_string(metrics_port)},
+                       options);
+  ASSERT_GT(server.port(), 0);
+  // Leave the running server four spare descriptors (as if something else had taken the rest).
+  rlim_t spare = OpenFds(server.pid()) + 4;
+  rlimit lim{spare, spare};
+  ASSERT_EQ(prlimit(server.pid(), RLIMIT_NOFILE, &lim, nullptr), 0);
+
+  // More clients than fit: the kernel completes their handshakes into the backlog, the server's
+  // accept fails with EMFILE; metrics scrapers too.
+  std::vector<std::unique_ptr<RespClient>> clients;
+  for (int i = 0; i < 30; ++i) clients.push_back(std::make_unique<RespClient>(server.port()));
+  for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<RespClient>(metrics_port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+  // Spinning on EMFILE burnt a whole core per acceptor (about 1 s of CPU per second); waiting
+  // costs next to nothing. Generous bound for a loaded machine.
+  double before = CpuSeconds(server.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  double used = CpuSeconds(server.pid()) - before;
+  EXPECT_LT(used, 0.1) << "CPU seconds in one second out of descriptors";
+  std::printf("CPU out of descriptors: %.3f s in 1 s\n", used);
+  std::string logged = ReadFile(log.path());
+  EXPECT_EQ(Count(logged, "cannot accept clients"), 1u) << logged;
+  EXPECT_EQ(Count(logged, "cannot accept metrics scrapers"), 1u) << logged;
+
+  // Descriptors free up: a new client is served (the backlog drains first).
+  clients.clear();
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    RespClient c(server.port(), 2000);
+    served = c.Call({"PING"}).str == "PONG";
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served);
+  std::string stats = Info(server.port(), "stats");
+  EXPECT_EQ(stats.find("accept_resource_errors:0\r\n"), std::string::npos) << stats;
+  EXPECT_NE(ReadFile(log.path()).find("accepting clients again"), std::string::npos);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+}  // namespace
+}  // namespace rl::test
