@@ -29,11 +29,19 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
  public:
   Session(MetricsHttpServer* owner, tcp::socket socket)
       : owner_(owner), stream_(std::move(socket)) {
-    owner_->sessions_.fetch_add(1, std::memory_order_relaxed);
+    owner_->sessions_.push_front(this);
+    pos_ = owner_->sessions_.begin();
   }
-  ~Session() { owner_->sessions_.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() { owner_->sessions_.erase(pos_); }
+
+  // Whether the session waits for a request (idle keep-alive, or a client that has not sent a
+  // whole one yet): such a session may be closed to make room for a new scraper.
+  bool waiting() const { return waiting_; }
+  std::chrono::steady_clock::time_point waiting_since() const { return waiting_since_; }
 
   void Read() {
+    waiting_ = true;
+    waiting_since_ = std::chrono::steady_clock::now();
     parser_.emplace();
     parser_->header_limit(8 * 1024);
     parser_->body_limit(0);
@@ -45,6 +53,7 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
 
  private:
   void OnRead(beast::error_code ec) {
+    waiting_ = false;
     if (ec) return Close();  // EOF, timeout, oversized or malformed request
     const auto& req = parser_->get();
     response_ = {};
@@ -78,6 +87,7 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
                       });
   }
 
+  friend class MetricsHttpServer;
   void Close() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -85,6 +95,9 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
   }
 
   MetricsHttpServer* owner_;
+  std::list<Session*>::iterator pos_;
+  bool waiting_ = false;
+  std::chrono::steady_clock::time_point waiting_since_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_{8 * 1024};
   std::optional<http::request_parser<http::empty_body>> parser_;
@@ -123,7 +136,7 @@ void MetricsHttpServer::Accept() {
     if (ec && backoff_->OnError(ec, [this] { Accept(); })) return;
     if (!ec) {
       backoff_->OnSuccess();
-      if (sessions_.load(std::memory_order_relaxed) >= kMetricsMaxSessions) {
+      if (sessions_.size() >= static_cast<size_t>(kMetricsMaxSessions) && !EvictIdle()) {
         socket.close(ec);  // a scraper storm must not exhaust file descriptors
       } else {
         std::make_shared<Session>(this, std::move(socket))->Read();
@@ -131,6 +144,21 @@ void MetricsHttpServer::Accept() {
     }
     Accept();
   });
+}
+
+bool MetricsHttpServer::EvictIdle() {
+  // Idle connections must never lock a scraper out: the one that has waited longest for a
+  // request makes room (its read is cancelled and it goes away with its handler).
+  Session* victim = nullptr;
+  for (Session* s : sessions_) {
+    if (s->waiting() && (victim == nullptr || s->waiting_since() < victim->waiting_since())) {
+      victim = s;
+    }
+  }
+  if (victim == nullptr) return false;
+  victim->waiting_ = false;  // not picked twice before its handler runs
+  victim->Close();
+  return true;
 }
 
 void MetricsHttpServer::Start() {

@@ -58,6 +58,37 @@ size_t OpenFds(pid_t pid) {
   return n;
 }
 
+// A loopback port nobody listens on right now.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// GET /metrics with "Connection: close"; the HTTP status, 0 when the server closed first.
+int ScrapeStatus(int port) {
+  RespClient conn(port);  // only for its connected socket
+  if (!conn.connected()) return 0;
+  conn.SendRaw("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string raw;
+  char buf[65536];
+  timeval tv{5, 0};
+  setsockopt(conn.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  while (true) {
+    ssize_t n = recv(conn.fd(), buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  if (raw.rfind("HTTP/1.1 ", 0) != 0) return 0;
+  return std::atoi(raw.c_str() + 9);
+}
+
 std::string Info(int port, const std::string& section) {
   RespClient c(port);
   return c.Call({"INFO", section}).str;
@@ -120,19 +151,7 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   ServerOptions options;
   options.quiet = false;
   options.stderr_path = log.path();
-  // A metrics port nobody listens on right now.
-  int metrics_port = 0;
-  {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    close(fd);
-    metrics_port = ntohs(addr.sin_port);
-  }
+  int metrics_port = FreePort();
   ServerProcess server({"--threads", "2", "--metrics-port", std::to_string(metrics_port)},
                        options);
   ASSERT_GT(server.port(), 0);
@@ -171,6 +190,30 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   std::string stats = Info(server.port(), "stats");
   EXPECT_EQ(stats.find("accept_resource_errors:0\r\n"), std::string::npos) << stats;
   EXPECT_NE(ReadFile(log.path()).find("accepting clients again"), std::string::npos);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST(ResourcesTest, IdleConnectionsNeverLockOutAScrape) {
+  int metrics_port = FreePort();
+  ServerProcess server({"--threads", "1", "--metrics-port", std::to_string(metrics_port)});
+  ASSERT_GT(server.port(), 0);
+  // More idle connections than the endpoint serves at once (64), none sending a request; before,
+  // a scrape was closed unanswered until they timed out.
+  std::vector<std::unique_ptr<RespClient>> idle;
+  for (int i = 0; i < 80; ++i) {
+    idle.push_back(std::make_unique<RespClient>(metrics_port));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ScrapeStatus(metrics_port), 200) << i;
+  // The oldest idle ones made room; the newest are still open.
+  size_t closed = 0;
+  for (auto& c : idle) {
+    pollfd p{c->fd(), POLLIN, 0};
+    if (poll(&p, 1, 0) == 1) ++closed;  // EOF is readable
+  }
+  EXPECT_GE(closed, 17u);  // the 16 past 64, and one for the first scrape
+  EXPECT_LT(closed, idle.size());
   EXPECT_EQ(server.Terminate(), 0);
 }
 
