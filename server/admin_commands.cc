@@ -304,9 +304,13 @@ void Info(CommandContext& ctx) {
   if (want("clients")) {
     fmt::format_to(o,
                    "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n"
-                   "client_output_limit:{}\r\n\r\n",
+                   "client_output_limit:{}\r\nclients_query_buffer_bytes:{}\r\n"
+                   "client_query_buffer_total:{}\r\nclient_query_buffer_limit:{}\r\n"
+                   "proto_max_bulk_len:{}\r\n\r\n",
                    st.global.connected_clients.load(), st.config.maxclients,
-                   st.config.client_output_limit);
+                   st.config.client_output_limit, st.global.client_query_bytes.load(),
+                   st.config.client_query_total, st.config.client_query_limit,
+                   st.config.proto_max_bulk_len);
   }
   rl::LimiterStats ls = st.limiter->Stats();
   if (want("memory")) {
@@ -333,13 +337,13 @@ void Info(CommandContext& ctx) {
                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
                    "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
                    "client_output_limit_disconnections:{}\r\nidle_timeout_disconnections:{}\r\n"
-                   "accept_resource_errors:{}\r\n"
+                   "accept_resource_errors:{}\r\nclient_query_buffer_limit_disconnections:{}\r\n"
                    "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_checks:{}\r\nrl_allowed:{}\r\n"
                    "rl_denied:{}\r\nrl_shadow_denied:{}\r\nrl_near_limit:{}\r\n",
                    st.global.total_connections.load(), commands,
                    st.global.rejected_connections.load(), st.global.protocol_errors.load(),
                    st.global.output_limit_disconnects.load(), st.global.idle_disconnects.load(),
-                   st.global.accept_resource_errors.load(),
+                   st.global.accept_resource_errors.load(), st.global.query_limit_disconnects.load(),
                    ls.evictions, ls.expired, total.checks, total.allowed, total.denied,
                    total.shadow_denied, total.near_limit);
     for (const auto& [name, c] : per_policy) {
@@ -373,6 +377,9 @@ void ConfigGet(CommandContext& ctx) {
       {"save", ""},
       {"timeout", std::to_string(c.timeout_s)},
       {"io-threads", std::to_string(c.threads)},
+      {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
+      {"client-query-buffer-limit", std::to_string(c.client_query_limit)},
+      {"client-query-buffer-total", std::to_string(c.client_query_total)},
   };
   std::vector<const std::pair<std::string, std::string>*> hits;
   for (const auto& p : params) {

@@ -217,5 +217,112 @@ TEST(ResourcesTest, IdleConnectionsNeverLockOutAScrape) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// A field of /proc/<pid>/status in kB, e.g. VmHWM (peak RSS).
+int64_t StatusKb(pid_t pid, const std::string& field) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+int64_t InfoField(int port, const std::string& section, const std::string& field) {
+  std::string info = Info(port, section);
+  size_t at = info.find(field + ":");
+  return at == std::string::npos ? -1 : std::stoll(info.substr(at + field.size() + 1));
+}
+
+// Polls INFO up to 5 s until `field` equals `value` (a closed client is freed asynchronously).
+bool EventuallyField(int port, const std::string& section, const std::string& field,
+                     int64_t value) {
+  for (int i = 0; i < 250; ++i) {
+    if (InfoField(port, section, field) == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Sends the header of an ECHO with a `announced`-byte bulk, then up to `mb` MB of it; stops when
+// the server closes. Returns the bytes sent.
+size_t SendHalfBulk(int port, size_t announced, size_t mb) {
+  RespClient c(port);
+  std::string header = "*2\r\n$4\r\nECHO\r\n$" + std::to_string(announced) + "\r\n";
+  if (!c.SendRaw(header)) return 0;
+  const std::string chunk(1 << 20, 'x');
+  size_t sent = 0;
+  for (size_t i = 0; i < mb && c.SendRaw(chunk); ++i) sent += chunk.size();
+  return sent;
+}
+
+TEST(ResourcesTest, HalfSentHugeBulksStayWithinTheInputMemoryCap) {
+  // The attack: three clients with half-sent 300 MB bulks took RSS to 1.6 GB under
+  // --max-memory 16mb. Large bulks allowed on purpose here; the server-wide cap must hold.
+  ServerProcess server({"--threads", "2", "--max-memory", "16mb", "--proto-max-bulk-len",
+                        "512mb", "--client-query-buffer-limit", "1gb",
+                        "--client-query-buffer-total", "32mb"});
+  ASSERT_GT(server.port(), 0);
+  const int64_t base_kb = StatusKb(server.pid(), "VmHWM");
+  std::vector<std::thread> attackers;
+  std::vector<size_t> sent(3);
+  for (int i = 0; i < 3; ++i) {
+    attackers.emplace_back([&, i] { sent[i] = SendHalfBulk(server.port(), 300'000'000, 100); });
+  }
+  for (auto& t : attackers) t.join();
+  const int64_t grown_mb = (StatusKb(server.pid(), "VmHWM") - base_kb) / 1024;
+  std::printf("peak RSS growth with a 32 MB input cap: %lld MB\n", static_cast<long long>(grown_mb));
+  // 32 MB of buffers plus allocator slack; without the cap each client held ~128 MB.
+  EXPECT_LT(grown_mb, 80);
+  for (size_t s : sent) EXPECT_LT(s, 100u << 20) << "every attacker was cut off";
+  EXPECT_EQ(InfoField(server.port(), "stats", "client_query_buffer_limit_disconnections"), 3);
+  // Only the INFO client's own 16 KB buffer is left.
+  EXPECT_TRUE(EventuallyField(server.port(), "clients", "clients_query_buffer_bytes", 16384));
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST(ResourcesTest, DefaultBulkLimitIs512KiB) {
+  ServerProcess server;
+  ASSERT_GT(server.port(), 0);
+  EXPECT_EQ(InfoField(server.port(), "clients", "proto_max_bulk_len"), 512 * 1024);
+  RespClient huge(server.port());
+  huge.SendRaw("*2\r\n$4\r\nECHO\r\n$300000000\r\n");
+  EXPECT_EQ(huge.Read().str, "ERR Protocol error: invalid bulk length");
+  EXPECT_TRUE(huge.WaitClosed());
+  RespClient ok(server.port());
+  std::string value(512 * 1024, 'v');
+  EXPECT_TRUE(ok.Call({"ECHO", value}).str == value);  // (no 512 KB value in a failure message)
+  RespClient over(server.port());
+  EXPECT_TRUE(over.Call({"ECHO", value + "v"}).str == "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST(ResourcesTest, InputBuffersAreCountedAndOneClientIsCapped) {
+  ServerProcess server({"--client-query-buffer-limit", "1mb"});
+  ASSERT_GT(server.port(), 0);
+  // The INFO client's buffer.
+  EXPECT_TRUE(EventuallyField(server.port(), "clients", "clients_query_buffer_bytes", 16384));
+  {
+    // Half of a 400 KB bulk: the buffer grows to 512 KB and INFO says so.
+    RespClient c(server.port());
+    ASSERT_TRUE(c.SendRaw("*2\r\n$4\r\nECHO\r\n$400000\r\n" + std::string(300000, 'x')));
+    bool counted = false;
+    for (int i = 0; i < 100 && !counted; ++i) {
+      counted = InfoField(server.port(), "clients", "clients_query_buffer_bytes") >= 512 * 1024;
+      if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(counted);
+  }
+  // Many bulks within the bulk limit, one command past the client's 1 MB: disconnected.
+  RespClient big(server.port());
+  std::string command = "*40\r\n$4\r\nECHO";
+  const std::string bulk(100 * 1024, 'b');
+  for (int i = 0; i < 39; ++i) command += "\r\n$" + std::to_string(bulk.size()) + "\r\n" + bulk;
+  big.SendRaw(command);  // may fail part-way once the server closes
+  EXPECT_TRUE(big.WaitClosed());
+  EXPECT_EQ(InfoField(server.port(), "stats", "client_query_buffer_limit_disconnections"), 1);
+  EXPECT_TRUE(EventuallyField(server.port(), "clients", "clients_query_buffer_bytes", 16384));
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 }  // namespace
 }  // namespace rl::test
