@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "command_table.h"
 #include "server.h"
 #include "server_state.h"
@@ -276,6 +278,42 @@ std::string HumanBytes(uint64_t n) {
   return fmt::format("{}B", n);
 }
 
+// At most this many policy_* lines in INFO: with thousands of policies the section would be
+// megabytes built on an I/O thread while its other clients wait. /metrics has them all.
+constexpr size_t kInfoMaxPolicyLines = 100;
+
+// The policy_<name> lines of the busiest policies (most checks), in name order, then how many
+// were left out. Linear in the number of policies: no sort of them all.
+void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& per_policy,
+                      std::string* out) {
+  std::vector<const std::pair<const std::string, PolicyCounters>*> rows;
+  rows.reserve(per_policy.size());
+  for (const auto& entry : per_policy) rows.push_back(&entry);
+  auto busier = [](const auto* a, const auto* b) {
+    return a->second.checks != b->second.checks ? a->second.checks > b->second.checks
+                                                 : a->first < b->first;
+  };
+  const size_t shown = std::min(rows.size(), kInfoMaxPolicyLines);
+  if (shown < rows.size()) {
+    std::nth_element(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(shown), rows.end(),
+                     busier);
+    rows.resize(shown);
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  auto o = std::back_inserter(*out);
+  for (const auto* row : rows) {
+    const PolicyCounters& c = row->second;
+    // "" counts inline limits, as policy "(inline)".
+    fmt::format_to(o,
+                   "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
+                   row->first.empty() ? "(inline)" : row->first, c.checks, c.allowed, c.denied,
+                   c.shadow_denied, c.near_limit);
+  }
+  if (shown < per_policy.size()) {
+    fmt::format_to(o, "policy_lines_omitted:{}\r\n", per_policy.size() - shown);
+  }
+}
+
 void Info(CommandContext& ctx) {
   ServerState& st = ctx.state;
   bool all = ctx.args.size() == 1;
@@ -326,12 +364,12 @@ void Info(CommandContext& ctx) {
   if (want("persistence")) out += PersistenceInfo(st) + "\r\n";
   if (want("stats")) {
     uint64_t commands = 0;
-    std::map<std::string, PolicyCounters> per_policy;
+    absl::flat_hash_map<std::string, PolicyCounters> per_policy;
+    PolicyCounters total;  // deleted policies' counts stay in the totals
     for (const auto& ws : st.worker_stats) {
       commands += ws->commands();
-      ws->AddTo(&per_policy);
+      ws->AddTo(&per_policy, &total);
     }
-    PolicyCounters total;
     for (const auto& [name, c] : per_policy) total.Add(c);
     fmt::format_to(o,
                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
@@ -346,13 +384,7 @@ void Info(CommandContext& ctx) {
                    st.global.accept_resource_errors.load(), st.global.query_limit_disconnects.load(),
                    ls.evictions, ls.expired, total.checks, total.allowed, total.denied,
                    total.shadow_denied, total.near_limit);
-    for (const auto& [name, c] : per_policy) {
-      // "" counts inline limits, as policy "(inline)".
-      fmt::format_to(o,
-                     "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
-                     name.empty() ? "(inline)" : name, c.checks, c.allowed, c.denied,
-                     c.shadow_denied, c.near_limit);
-    }
+    WritePolicyLines(per_policy, &out);
     out.append("\r\n");
   }
   if (want("keyspace")) {

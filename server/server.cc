@@ -180,6 +180,13 @@ absl::Status Server::Start() {
     state_.worker_stats.push_back(std::make_unique<WorkerStats>());
     workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get()));
   }
+  // A deleted policy's counters go with it, on each I/O thread (their only writer).
+  state_.policies.set_on_removed([this](const std::string& name) {
+    for (auto& worker : workers_) {
+      WorkerStats* stats = &worker->stats();
+      asio::post(worker->context(), [stats, name] { stats->Forget(name); });
+    }
+  });
   // Before listening: no check may run on an empty limiter that a snapshot would fill.
   snapshotter_ = std::make_unique<Snapshotter>(&state_);
   state_.snapshotter = snapshotter_.get();
