@@ -306,7 +306,8 @@ absl::Status Snapshotter::Load() {
     restore.push_back(std::move(*policy));
   }
   int64_t read_us = MicrosSince(started);
-  if (st.ok()) st = state_->limiter->ImportState(snap.state);
+  uint64_t in_file = 0;  // what the engine found, not what the header claims
+  if (st.ok()) st = state_->limiter->ImportState(snap.state, &in_file);
   if (!st.ok()) {
     std::string message = fmt::format("cannot load snapshot {}: {}", path, ToStd(st.message()));
     {
@@ -334,11 +335,11 @@ absl::Status Snapshotter::Load() {
   Log(fmt::format(
       "loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
       "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
-      path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000,
+      path, kept, in_file, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000,
       read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
   stats_.load_status = "ok";
-  stats_.load_file_keys = snap.states;
+  stats_.load_file_keys = in_file;
   stats_.load_keys = kept;
   stats_.load_policies = restore.size();
   stats_.load_duration_us = us;
@@ -361,9 +362,11 @@ absl::Status Snapshotter::Save() {
   for (const auto& p : state_->policies.List()) {
     policies.push_back({p->name, rl::FormatPolicy(*p), state_->policies.IsRuntime(p->name)});
   }
-  uint64_t states = state_->limiter->KeyCount();
+  // Counted by the export as it writes: a count taken before (or after) it disagrees with the
+  // file by whatever checks ran meanwhile.
+  uint64_t states = 0;
   std::string engine, prefix, suffix;
-  absl::Status st = state_->limiter->ExportState(&engine);
+  absl::Status st = state_->limiter->ExportState(&engine, &states);
   if (st.ok()) {
     EncodeSnapshot(WallMs(), states, policies, engine, &prefix, &suffix);
     st = WriteFileDurably(path, {prefix, engine, suffix});

@@ -77,7 +77,15 @@ int64_t Shift(int64_t t, int64_t delta) { return Clamp64(int128{t} + delta); }
 
 }  // namespace
 
-absl::Status Limiter::Impl::ExportState(std::string* out) const {
+absl::Status Limiter::ExportState(std::string* out, uint64_t* states) const {
+  return impl_->ExportState(out, states);
+}
+
+absl::Status Limiter::ImportState(std::string_view data, uint64_t* states) {
+  return impl_->ImportState(data, states);
+}
+
+absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) const {
   out->clear();
   Writer w(out);
   const int64_t mono_now = clock_->NowMs();
@@ -89,10 +97,12 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
   w.Put<uint64_t>(seed_);
   w.Put<int64_t>(wall_now);
   std::vector<std::pair<int64_t, int64_t>> runs;
+  uint64_t written = 0;  // records as they are written: checks meanwhile cannot skew it
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
+      ++written;
       w.Put<uint8_t>(kind);
       w.Put<uint64_t>(key);
       w.Put<uint32_t>(static_cast<uint32_t>(i));
@@ -121,6 +131,7 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
     }
   }
   w.Put<uint64_t>(XXH64(out->data(), out->size(), 0));
+  if (states != nullptr) *states = written;
   return absl::OkStatus();
 }
 
@@ -181,7 +192,7 @@ bool Kept(const Record& rec, int64_t mono_now) {
 
 }  // namespace
 
-absl::Status Limiter::Impl::ImportState(std::string_view data) {
+absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states) {
   if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::InvalidArgumentError("not an rl snapshot");
   }
@@ -220,8 +231,10 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   const size_t our_shards = shard_mask_ + 1;
   std::vector<uint32_t> counts(our_shards * 3, 0);
   Record rec;
+  uint64_t records = 0;
   while (r.left() > 0) {
     if (absl::Status s = ReadRecord(r, shards, to_mono, &rec); !s.ok()) return s;
+    ++records;
     if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * 3 + rec.kind];
   }
 
@@ -280,6 +293,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
     }
   }
   unlock_all();
+  if (states != nullptr) *states = records;
   return absl::OkStatus();
 }
 

@@ -1,7 +1,9 @@
 // Snapshots: a restored limiter answers exactly as the original would at the same wall-clock
 // time, although its monotonic clock starts elsewhere; fresh states are dropped; corrupt,
 // foreign or misplaced snapshots are refused without changing anything.
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,6 +93,37 @@ TEST(Snapshot, EmptyLimiterRoundTrips) {
   Limiter b(LimiterOptions{.sweep_interval_ms = 0});
   EXPECT_TRUE(b.ImportState(s).ok());
   EXPECT_EQ(b.KeyCount(), 0u);
+}
+
+// The count an export reports is the records it wrote, even while checks add keys meanwhile
+// (the server logs and shows this count; a count taken before the export disagreed with the
+// file), and an import reports the records it read.
+TEST(Snapshot, CountsAreTheRecordsWrittenWhileChecksRun) {
+  ManualClock clock(1000, kWall);  // shared and never advanced: nothing expires
+  Limiter a(LimiterOptions{.shards = 4, .sweep_interval_ms = 0, .clock = &clock});
+  const Limit limit{Algorithm::kFixedWindow, 5, 3600000};
+  for (int i = 0; i < 50000; ++i) (void)a.Check("s", "base" + std::to_string(i), {limit}, 1);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; !stop; ++i) {
+        (void)a.Check("s", "w" + std::to_string(w) + ":" + std::to_string(i), {limit}, 1);
+      }
+    });
+  }
+  for (int round = 0; round < 5; ++round) {
+    std::string snapshot;
+    uint64_t written = 0;
+    ASSERT_TRUE(a.ExportState(&snapshot, &written).ok());
+    Limiter b(LimiterOptions{.shards = 4, .sweep_interval_ms = 0, .clock = &clock});
+    uint64_t read = 0;
+    ASSERT_TRUE(b.ImportState(snapshot, &read).ok());
+    EXPECT_EQ(read, written);
+    EXPECT_EQ(b.KeyCount(), written);
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
 }
 
 }  // namespace
