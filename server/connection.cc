@@ -42,7 +42,9 @@ Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
   ServerState& state = worker_->state();
   session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
   session_.authenticated = state.config.requirepass.empty();
-  session_.created_ms = session_.last_active_ms = SteadyNowMs();
+  session_.created_ms = SteadyNowMs();
+  session_.last_active_ms.store(session_.created_ms, std::memory_order_relaxed);
+  session_.fd = socket_.native_handle();
   boost::system::error_code ec;
   auto remote = socket_.remote_endpoint(ec);
   if (!ec) session_.addr = EndpointString(remote);
@@ -56,10 +58,12 @@ Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
   args_.reserve(16);
   UpdateParserLimits();
   worker_->Register(this);
+  state.clients.Add(&session_);  // last: CLIENT LIST may read the session from now on
   state.global.total_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
 Connection::~Connection() {
+  worker_->state().clients.Remove(&session_);  // first: nothing below may be read by others
   GlobalStats& global = worker_->state().global;
   global.connected_clients.fetch_sub(1, std::memory_order_relaxed);
   global.client_query_bytes.fetch_sub(static_cast<int64_t>(in_.size()), std::memory_order_relaxed);
@@ -89,6 +93,8 @@ void Connection::DoRead() {
       return;
     }
   }
+  session_.query_used.store(in_end_ - in_start_, std::memory_order_relaxed);
+  session_.query_size.store(in_.size(), std::memory_order_relaxed);
   socket_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       WithMemory(&read_memory_,
@@ -105,7 +111,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
     if (!write_in_flight_ && out_.empty()) CloseNow();
     return;
   }
-  session_.last_active_ms = SteadyNowMs();
+  session_.last_active_ms.store(SteadyNowMs(), std::memory_order_relaxed);
   in_end_ += n;
   if (!ProcessInput()) return;
   MaybeWrite();
@@ -211,6 +217,7 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     }
     spec = sub;
   }
+  session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats};
   spec->handler(ctx);
@@ -224,6 +231,7 @@ void Connection::MaybeWrite() {
   std::swap(out_, writing_);
   out_.clear();
   write_in_flight_ = true;
+  session_.output_pending.store(writing_.size(), std::memory_order_relaxed);
   asio::async_write(
       socket_, asio::buffer(writing_),
       WithMemory(&write_memory_,
@@ -235,6 +243,7 @@ void Connection::MaybeWrite() {
 void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {
   write_in_flight_ = false;
   writing_.clear();
+  session_.output_pending.store(out_.size(), std::memory_order_relaxed);
   if (writing_.capacity() > kKeepBufferCapacity) std::string().swap(writing_);
   if (closed_) return;
   if (ec) {

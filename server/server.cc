@@ -130,7 +130,7 @@ void Worker::Sweep() {
   int64_t now = SteadyNowMs();
   // Closing only marks the socket; connections unregister later, from their handlers.
   for (Connection* conn : connections_) {
-    if (now - conn->session().last_active_ms > limit_ms) {
+    if (now - conn->session().last_active_ms.load(std::memory_order_relaxed) > limit_ms) {
       state_->global.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
       conn->CloseNow();
     }

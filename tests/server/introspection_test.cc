@@ -104,5 +104,135 @@ TEST(IntrospectionTest, InfoShowsTheBusiestHundredPoliciesAndCountsTheRest) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+TEST(IntrospectionTest, RlPolicyHelpAnswersWithHelpLines) {
+  ServerProcess server;
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  for (const char* spelling : {"HELP", "help"}) {
+    Reply help = c.Call({"RL.POLICY", spelling});
+    ASSERT_EQ(help.type, '*') << help.str;  // was "-ERR unknown subcommand 'HELP'..."
+    std::vector<std::string> lines;
+    for (const Reply& line : help.elements) lines.push_back(line.str);
+    ASSERT_GE(lines.size(), 11u);
+    EXPECT_EQ(lines[0], "RL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    auto has = [&](const std::string& prefix) {
+      for (const auto& l : lines) {
+        if (l.rfind(prefix, 0) == 0) return true;
+      }
+      return false;
+    };
+    EXPECT_TRUE(has("SET <name> <limit> [<limit> ...] [SHADOW]"));
+    EXPECT_TRUE(has("GET <name>"));
+    EXPECT_TRUE(has("DEL <name>"));
+    EXPECT_TRUE(has("LIST"));
+    EXPECT_TRUE(has("HELP"));
+    EXPECT_TRUE(has("    Print this help."));
+    EXPECT_TRUE(has("<limit> is: TOKEN_BUCKET|GCRA|"));
+  }
+  EXPECT_EQ(c.Call({"RL.POLICY", "HELP", "extra"}).str,
+            "ERR wrong number of arguments for 'rl.policy|help' command");
+  EXPECT_EQ(c.Call({"RL.POLICY", "NOPE"}).str,
+            "ERR unknown subcommand 'NOPE'. Try RL.POLICY HELP.");
+  // Generated from the same rows as COMMAND DOCS, which lists it too.
+  Reply docs = c.Call({"COMMAND", "DOCS", "rl.policy"});
+  ASSERT_NE(docs.Get("rl.policy"), nullptr);
+  EXPECT_NE(docs.Get("rl.policy")->Get("subcommands")->Get("rl.policy|help"), nullptr);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// "k=v k=v ..." -> the keys in order, and the values by key.
+std::vector<std::pair<std::string, std::string>> Fields(const std::string& line) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t at = 0;
+  while (at < line.size()) {
+    size_t end = line.find(' ', at);
+    if (end == std::string::npos) end = line.size();
+    std::string field = line.substr(at, end - at);
+    size_t eq = field.find('=');
+    out.emplace_back(field.substr(0, eq), eq == std::string::npos ? "" : field.substr(eq + 1));
+    at = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string Value(const std::vector<std::pair<std::string, std::string>>& fields,
+                  const std::string& key) {
+  for (const auto& [k, v] : fields) {
+    if (k == key) return v;
+  }
+  return "(missing)";
+}
+
+TEST(IntrospectionTest, ClientListShowsEveryClientOfEveryThreadInRedisFormat) {
+  ServerProcess server({"--threads", "2"});
+  ASSERT_GT(server.port(), 0);
+  std::vector<std::unique_ptr<RespClient>> clients;
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    clients.push_back(std::make_unique<RespClient>(server.port()));
+    ids.push_back(clients.back()->Call({"CLIENT", "ID"}).integer);
+    ASSERT_EQ(clients.back()->Call({"CLIENT", "SETNAME", "c" + std::to_string(i)}).str, "OK");
+  }
+  ASSERT_EQ(clients[3]->Call({"HELLO", "3"}).type, '%');
+  ASSERT_EQ(clients[4]->Call({"CLIENT", "SETINFO", "LIB-NAME", "mylib"}).str, "OK");
+
+  std::string list = clients[0]->Call({"CLIENT", "LIST"}).str;
+  std::vector<std::string> lines = Lines(list);
+  ASSERT_EQ(lines.size(), 5u) << list;  // was: the caller only
+  const std::vector<std::string> kRedisFields = {
+      "id",       "addr",      "laddr",    "fd",      "name",      "age",  "idle",
+      "flags",    "db",        "sub",      "psub",    "ssub",      "multi", "qbuf",
+      "qbuf-free", "argv-mem", "multi-mem", "obl",    "oll",       "omem", "tot-mem",
+      "events",   "cmd",       "user",     "redir",   "resp",      "lib-name", "lib-ver"};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto fields = Fields(lines[i]);
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : fields) keys.push_back(k);
+    EXPECT_EQ(keys, kRedisFields) << lines[i];
+    EXPECT_EQ(Value(fields, "id"), std::to_string(ids[i])) << "oldest first";
+    EXPECT_EQ(Value(fields, "name"), "c" + std::to_string(i));
+    EXPECT_EQ(Value(fields, "resp"), i == 3 ? "3" : "2");
+    EXPECT_EQ(Value(fields, "cmd"), i == 0 ? "client|list" : i == 3 ? "hello"
+                                    : i == 4 ? "client|setinfo" : "client|setname");
+    EXPECT_EQ(Value(fields, "lib-name"), i == 4 ? "mylib" : "");
+    EXPECT_NE(Value(fields, "fd"), "-1");
+  }
+  // Filters, as Redis.
+  lines = Lines(clients[1]->Call({"CLIENT", "LIST", "ID", std::to_string(ids[2]),
+                                  std::to_string(ids[4])}).str);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(Value(Fields(lines[0]), "name"), "c2");
+  EXPECT_EQ(Lines(clients[1]->Call({"CLIENT", "LIST", "TYPE", "normal"}).str).size(), 5u);
+  EXPECT_EQ(clients[1]->Call({"CLIENT", "LIST", "TYPE", "pubsub"}).str, "");
+  EXPECT_EQ(clients[1]->Call({"CLIENT", "LIST", "TYPE", "bogus"}).str,
+            "ERR Unknown client type 'bogus'");
+  EXPECT_EQ(clients[1]->Call({"CLIENT", "LIST", "ID", "x"}).str, "ERR Invalid client ID");
+  // A client that leaves leaves the list.
+  clients[2].reset();
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = Lines(clients[0]->Call({"CLIENT", "LIST"}).str).size() == 4;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone);
+  // CLIENT INFO is the caller's own line in the same format.
+  auto info = Fields(Lines(clients[4]->Call({"CLIENT", "INFO"}).str).at(0));
+  EXPECT_EQ(Value(info, "name"), "c4");
+  EXPECT_EQ(Value(info, "cmd"), "client|info");
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 }  // namespace
 }  // namespace rl::test
