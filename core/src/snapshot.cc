@@ -169,7 +169,9 @@ absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec
       r.Get(&t);
       r.Get(&count);
       t = Shift(t, to_mono);
-      if (count < 1 || count > kMaxLimit || t <= prev_time) {
+      // Times never decrease; two runs may share a millisecond (a count past one run's field
+      // starts another), as the limiter's own export writes them.
+      if (count < 1 || count > kMaxLimit || t < prev_time) {
         return absl::DataLossError("bad snapshot log run");
       }
       prev_time = t;
@@ -283,7 +285,10 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
         int64_t t = 0, count = 0;
         runs.Get(&t);
         runs.Get(&count);
-        log = internal::LogAppend(log, sizing, Shift(t, to_mono), count);
+        // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
+        // counts as made now: the log appends at non-decreasing times only, and a request kept
+        // in the window from now on can only under-admit.
+        log = internal::LogAppend(log, sizing, std::min(Shift(t, to_mono), mono_now), count);
       }
       sh.log_bytes += internal::LogBytes(log);
       if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {

@@ -95,6 +95,55 @@ TEST(Snapshot, EmptyLimiterRoundTrips) {
   EXPECT_EQ(b.KeyCount(), 0u);
 }
 
+// A snapshot saved by a machine whose wall clock was ahead (or read after the clock was stepped
+// back) holds sliding-log requests "in the future". The import treats them as made now: before,
+// the next request stored a negative offset, which wrapped to a request 2^40 ms (35 years)
+// ahead, and the limiter's own export could not be imported any more (found by
+// fuzz/snapshot_import_fuzz).
+TEST(Snapshot, LogRequestsFromTheFutureCountAsNow) {
+  const Limit log{Algorithm::kSlidingLog, 5, 60000};
+  ManualClock ahead(1000, kWall + 30000);  // the saving process's wall clock: 30 s ahead
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &ahead});
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a.Check("s", "k", {log}, 1)->allowed);
+    ahead.Advance(100);
+  }
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+
+  ManualClock clock(5000, kWall);
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  Decision d = *b.Check("s", "k", {log}, 1);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 1);  // the three saved requests count
+  EXPECT_LE(d.reset_after_ms, 60000);
+  std::string again;
+  ASSERT_TRUE(b.ExportState(&again).ok());
+  Limiter c(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  EXPECT_TRUE(c.ImportState(again).ok()) << "the limiter's own export loads";
+  // A window later everything has left it: no request was stored decades ahead.
+  clock.Advance(60000);
+  d = *b.Check("s", "k", {log}, 5);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+}
+
+// Two runs of one millisecond (a count past a run's 24-bit field starts a second one) are a
+// valid log, and the limiter's export of it loads again.
+TEST(Snapshot, LogRunsOfTheSameMillisecondRoundTrip) {
+  const Limit log{Algorithm::kSlidingLog, int64_t{1} << 30, 60000};
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {log}, (int64_t{1} << 24) - 2)->allowed);
+  ASSERT_TRUE(a.Check("s", "k", {log}, 5)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  EXPECT_EQ(b.Peek("s", "k", {log}, 0)->remaining, a.Peek("s", "k", {log}, 0)->remaining);
+}
+
 // The count an export reports is the records it wrote, even while checks add keys meanwhile
 // (the server logs and shows this count; a count taken before the export disagreed with the
 // file), and an import reports the records it read.
