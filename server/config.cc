@@ -155,7 +155,67 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
   return out;
 }
 
+// toml++ 3.3.0 (Debian's) reaches __builtin_unreachable, undefined behaviour, when it asks
+// whether a non-ASCII character such as 'Š' is whitespace (upstream issues #190 and #295, fixed
+// after 3.3.0): that happens for any such character between tokens, and after a line-ending
+// backslash in a """ string. No valid rl config has one there (keys, numbers and policy specs
+// are ASCII), so non-ASCII text is refused before toml++ sees it except where it cannot reach
+// that code: comments, "..." and '...' strings, and ''' strings. (Found by fuzz/config_fuzz.)
+absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
+  size_t line = 1;
+  auto starts = [&](size_t i, std::string_view what) { return text.substr(i, what.size()) == what; };
+  size_t i = starts(0, "\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (static_cast<unsigned char>(c) >= 0x80 && (in == In::kCode || in == In::kMultiBasic)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}:{}: non-ASCII character {}; only comments and quoted strings (not \"\"\" ones) may "
+          "hold one",
+          source, line, in == In::kCode ? "outside a quoted string" : "in a \"\"\" string"));
+    }
+    switch (in) {
+      case In::kCode:
+        if (c == '#') in = In::kComment;
+        if (c == '"') in = starts(i, "\"\"\"") ? (i += 2, In::kMultiBasic) : In::kBasic;
+        if (c == '\'') in = starts(i, "\'\'\'") ? (i += 2, In::kMultiLiteral) : In::kLiteral;
+        break;
+      case In::kComment:
+        if (c == '\n') in = In::kCode;
+        break;
+      case In::kBasic:  // an unterminated one ends at the line (toml++ stops there too)
+        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        else if (c == '"' || c == '\n') in = In::kCode;
+        break;
+      case In::kLiteral:
+        if (c == '\'' || c == '\n') in = In::kCode;
+        break;
+      case In::kMultiBasic:
+      case In::kMultiLiteral: {
+        const char quote = in == In::kMultiBasic ? '"' : '\'';
+        if (in == In::kMultiBasic && c == '\\') {
+          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
+          ++i;
+        } else if (c == quote && i + 2 < text.size() && text[i + 1] == quote &&
+                   text[i + 2] == quote) {
+          i += 2;
+          // Up to two more quotes belong to the string's content (the closing delimiter is last).
+          for (int extra = 0; extra < 2 && i + 1 < text.size() && text[i + 1] == quote; ++extra) {
+            ++i;
+          }
+          in = In::kCode;
+        }
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<toml::table> ParseText(std::string_view text, std::string_view source) {
+  absl::Status ascii = CheckNonAscii(text, source);
+  if (!ascii.ok()) return ascii;
   // Debian's toml++ is built with exceptions: parse errors arrive as toml::parse_error.
   try {
     return toml::parse(text, source);
