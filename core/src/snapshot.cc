@@ -182,6 +182,11 @@ absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec
     for (int i = 0; i < words; ++i) {
       if (!r.Get(&rec->v[i])) return absl::DataLossError("snapshot record truncated");
     }
+    // Every algorithm keeps counts, ticks or token units after the time word, never negative
+    // (the token bucket's top bits hold a shift the algorithm would shift by).
+    if (rec->v[1] < 0 || (words == 3 && rec->v[2] < 0)) {
+      return absl::DataLossError("bad snapshot record value");
+    }
     rec->v[0] = Shift(rec->v[0], to_mono);
   }
   return absl::OkStatus();

@@ -2,12 +2,16 @@
 // time, although its monotonic clock starts elsewhere; fresh states are dropped; corrupt,
 // foreign or misplaced snapshots are refused without changing anything.
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "rl/limiter.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace rl {
 namespace {
@@ -142,6 +146,27 @@ TEST(Snapshot, LogRunsOfTheSameMillisecondRoundTrip) {
   Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
   ASSERT_TRUE(b.ImportState(snapshot).ok());
   EXPECT_EQ(b.Peek("s", "k", {log}, 0)->remaining, a.Peek("s", "k", {log}, 0)->remaining);
+}
+
+// A record whose count word is negative is refused: no algorithm writes one, and the token
+// bucket would shift by its top bits (undefined behaviour; found by fuzz/snapshot_import_fuzz).
+TEST(Snapshot, NegativeStateValuesAreRefused) {
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {{Algorithm::kTokenBucket, 10, 60000}}, 1)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  // Header (magic, version, shards, seed, wall: 32 bytes), then one record: kind, key, shard,
+  // expiry (21 bytes), a, b.
+  ASSERT_EQ(snapshot.size(), 32u + 21 + 16 + 8);
+  const int64_t negative = -8212165486440104696;
+  std::memcpy(snapshot.data() + 32 + 21 + 8, &negative, 8);
+  const uint64_t sum = XXH64(snapshot.data(), snapshot.size() - 8, 0);
+  std::memcpy(snapshot.data() + snapshot.size() - 8, &sum, 8);
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  absl::Status st = b.ImportState(snapshot);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(b.KeyCount(), 0u);
 }
 
 // The count an export reports is the records it wrote, even while checks add keys meanwhile
