@@ -46,23 +46,44 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   auto add = desc.add_options();
   add("help,h", "print this help and exit");
   add("version,v", "print the version and exit");
-  add("bind", po::value<std::string>(&c.bind)->default_value(c.bind),
-      "address to listen on; a non-loopback address needs --requirepass or --protected-mode no");
-  add("requirepass", po::value<std::string>(&c.requirepass),
-      "password clients must send with AUTH or HELLO ... AUTH");
-  add("config", po::value<std::string>(&c.config_file),
-      "TOML file with settings and a [policies] table; SIGHUP reloads its policies");
-  add("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
-      "yes|no: refuse a non-loopback --bind without --requirepass");
-  add("snapshot", po::value<std::string>(&c.snapshot_file),
-      "FILE for limiter state and policies: loaded at start, saved periodically and on "
-      "SIGTERM/SIGINT");
-  add("snapshot-strict", po::bool_switch(&c.snapshot_strict),
-      "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
-      "start empty)");
-  add("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
-  for (const NumericSetting& s : NumericSettings()) {
+  // In --help order; numeric ones come from NumericSettings().
+  for (std::string_view name :
+       {"port", "bind", "threads", "requirepass", "config", "maxclients", "timeout", "max-keys",
+        "max-memory", "client-output-limit", "proto-max-bulk-len", "client-query-buffer-limit",
+        "client-query-buffer-total", "protected-mode", "snapshot", "snapshot-interval",
+        "snapshot-strict", "metrics-port", "quiet"}) {
+    if (const NumericSetting* s = FindNumericSetting(name)) {
+      std::string& text = numbers[std::string(name)];
+      add(std::string(name).c_str(), po::value<std::string>(&text)->default_value(text),
+          std::string(s->help).c_str());
+    } else if (name == "bind") {
+      add("bind", po::value<std::string>(&c.bind)->default_value(c.bind),
+          "address to listen on; a non-loopback address needs --requirepass or --protected-mode "
+          "no");
+    } else if (name == "requirepass") {
+      add("requirepass", po::value<std::string>(&c.requirepass),
+          "password clients must send with AUTH or HELLO ... AUTH");
+    } else if (name == "config") {
+      add("config", po::value<std::string>(&c.config_file),
+          "TOML file with settings and a [policies] table; SIGHUP reloads its policies");
+    } else if (name == "protected-mode") {
+      add("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
+          "yes|no: refuse a non-loopback --bind without --requirepass");
+    } else if (name == "snapshot") {
+      add("snapshot", po::value<std::string>(&c.snapshot_file),
+          "FILE for limiter state and policies: loaded at start, saved periodically and on "
+          "SIGTERM/SIGINT");
+    } else if (name == "snapshot-strict") {
+      add("snapshot-strict", po::bool_switch(&c.snapshot_strict),
+          "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
+          "start empty)");
+    } else if (name == "quiet") {
+      add("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
+    }
+  }
+  for (const NumericSetting& s : NumericSettings()) {  // one left out of the list above
     std::string name(s.name);
+    if (desc.find_nothrow(name, false) != nullptr) continue;
     add(name.c_str(), po::value<std::string>(&numbers[name])->default_value(numbers[name]),
         std::string(s.help).c_str());
   }
