@@ -138,7 +138,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
 namespace {
 
 // One decoded record, times already in the monotonic frame. A log's runs stay in the snapshot:
-// `runs_at` is where they start (n = `runs`, their counts summing to `total`).
+// `runs_at` is where they start (n = `runs`); `live` of them (summing to `total`) are recent
+// enough to be inside some window.
 struct Record {
   uint8_t kind;
   uint64_t key;
@@ -146,12 +147,18 @@ struct Record {
   int64_t expiry;
   int64_t v[3];
   uint32_t runs;
+  uint32_t live;
   size_t runs_at;
   int64_t total;
 };
 
+// Requests older than the longest window are outside every window: a check would prune them at
+// once, so the import leaves them out (which also keeps a log's time offsets within range).
+bool LiveRun(int64_t t, int64_t mono_now) { return t > mono_now - kMaxWindowMs; }
+
 // Reads and validates one record, log runs included.
-absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec) {
+absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, int64_t mono_now,
+                        Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
   }
@@ -163,6 +170,7 @@ absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec
     }
     rec->runs_at = r.pos();
     rec->total = 0;
+    rec->live = 0;
     int64_t prev_time = INT64_MIN;
     for (uint32_t i = 0; i < rec->runs; ++i) {
       int64_t t = 0, count = 0;
@@ -175,6 +183,8 @@ absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec
         return absl::DataLossError("bad snapshot log run");
       }
       prev_time = t;
+      if (!LiveRun(t, mono_now)) continue;
+      ++rec->live;
       rec->total += count;  // at most 2^32 runs of 2^40: no overflow
     }
   } else {
@@ -187,14 +197,14 @@ absl::Status ReadRecord(Reader& r, uint32_t shards, int64_t to_mono, Record* rec
     if (rec->v[1] < 0 || (words == 3 && rec->v[2] < 0)) {
       return absl::DataLossError("bad snapshot record value");
     }
-    rec->v[0] = Shift(rec->v[0], to_mono);
+    rec->v[0] = Shift(rec->v[0], to_mono);  // the store keeps it within 2^47 ms of its base
   }
   return absl::OkStatus();
 }
 
 // What the store keeps of a record: not state that is fresh by now, nor an empty log.
 bool Kept(const Record& rec, int64_t mono_now) {
-  return rec.expiry > mono_now && (rec.kind != 2 || rec.runs > 0);
+  return rec.expiry > mono_now && (rec.kind != 2 || rec.live > 0);
 }
 
 }  // namespace
@@ -240,7 +250,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   Record rec;
   uint64_t records = 0;
   while (r.left() > 0) {
-    if (absl::Status s = ReadRecord(r, shards, to_mono, &rec); !s.ok()) return s;
+    if (absl::Status s = ReadRecord(r, shards, to_mono, mono_now, &rec); !s.ok()) return s;
     ++records;
     if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * 3 + rec.kind];
   }
@@ -268,7 +278,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   Reader again(payload);
   again.Skip(records_at);
   while (again.left() > 0) {
-    (void)ReadRecord(again, shards, to_mono, &rec);  // validated by the first pass
+    (void)ReadRecord(again, shards, to_mono, mono_now, &rec);  // validated by the first pass
     if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[rec.shard & shard_mask_];
     const uint32_t expiry = expiry_.Encode(rec.expiry);
@@ -290,6 +300,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
         int64_t t = 0, count = 0;
         runs.Get(&t);
         runs.Get(&count);
+        if (!LiveRun(Shift(t, to_mono), mono_now)) continue;
         // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
         // counts as made now: the log appends at non-decreasing times only, and a request kept
         // in the window from now on can only under-admit.
