@@ -199,6 +199,26 @@ TEST(Snapshot, LogRunsOlderThanEveryWindowAreDropped) {
   EXPECT_EQ(c.Peek("s", "k", {log}, 0)->remaining, 0);
 }
 
+// A fixed window restored with a count near 2^63 (no check writes one; a corrupt file can) stays
+// exhausted: count + cost overflowed and wrapped to an allow (found by fuzz/snapshot_import_fuzz).
+TEST(Snapshot, HugeRestoredCountDenies) {
+  const Limit window{Algorithm::kFixedWindow, 5, 3600000};
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {window}, 1)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  const int64_t huge = INT64_MAX;
+  std::memcpy(snapshot.data() + 32 + 21 + 8, &huge, 8);  // the record's count word
+  const uint64_t sum = XXH64(snapshot.data(), snapshot.size() - 8, 0);
+  std::memcpy(snapshot.data() + snapshot.size() - 8, &sum, 8);
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  const Decision d = *b.Check("s", "k", {window}, 1);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+}
+
 // The count an export reports is the records it wrote, even while checks add keys meanwhile
 // (the server logs and shows this count; a count taken before the export disagreed with the
 // file), and an import reports the records it read.
