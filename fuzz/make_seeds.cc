@@ -25,7 +25,8 @@ void Write(const std::string& path, const std::string& bytes) {
 // An engine snapshot after `rounds` checks of every seed key and limit, `age_ms` before export.
 std::string EngineSnapshot(size_t shards, int rounds, int64_t age_ms, bool all_at_once) {
   rl::ManualClock clock(kSeedMonoMs - age_ms, kSeedWallMs - age_ms);
-  rl::Limiter limiter(rl::LimiterOptions{.shards = shards, .sweep_interval_ms = 0, .clock = &clock});
+  rl::Limiter limiter(
+      rl::LimiterOptions{.shards = shards, .sweep_interval_ms = 0, .clock = &clock});
   const auto limits = rl::fuzz::SeedLimits();
   for (int r = 0; r < rounds; ++r) {
     for (int k = 0; k < 4; ++k) {

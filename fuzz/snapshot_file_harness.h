@@ -26,8 +26,7 @@ namespace rl::fuzz {
 
 // The config file's policies in the harness: "api" is authoritative, never restored.
 inline const std::vector<std::pair<std::string, std::string>>& SeedConfigPolicies() {
-  static const std::vector<std::pair<std::string, std::string>> kPolicies = {
-      {"api", "GCRA 10 1s"}};
+  static const std::vector<std::pair<std::string, std::string>> kPolicies = {{"api", "GCRA 10 1s"}};
   return kPolicies;
 }
 

@@ -231,6 +231,7 @@ void ClientList(CommandContext& ctx) {
 void ClientOk(CommandContext& ctx) { ctx.w.SimpleString("OK"); }
 
 void ClientHelp(CommandContext& ctx) {
+  // clang-format off
   static constexpr std::string_view kLines[] = {
       "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
       "GETNAME", "    Return the name of the current connection.",
@@ -241,6 +242,7 @@ void ClientHelp(CommandContext& ctx) {
       "SETNAME <name>", "    Assign the name <name> to the current connection.",
       "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
       "HELP", "    Print this help."};
+  // clang-format on
   ctx.w.ArrayHeader(std::size(kLines));
   for (std::string_view line : kLines) ctx.w.SimpleString(line);
 }
@@ -346,7 +348,7 @@ void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& pe
   for (const auto& entry : per_policy) rows.push_back(&entry);
   auto busier = [](const auto* a, const auto* b) {
     return a->second.checks != b->second.checks ? a->second.checks > b->second.checks
-                                                 : a->first < b->first;
+                                                : a->first < b->first;
   };
   const size_t shown = std::min(rows.size(), kInfoMaxPolicyLines);
   if (shown < rows.size()) {
@@ -354,13 +356,13 @@ void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& pe
                      busier);
     rows.resize(shown);
   }
-  std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
   auto o = std::back_inserter(*out);
   for (const auto* row : rows) {
     const PolicyCounters& c = row->second;
     // "" counts inline limits, as policy "(inline)".
-    fmt::format_to(o,
-                   "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
+    fmt::format_to(o, "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
                    row->first.empty() ? "(inline)" : row->first, c.checks, c.allowed, c.denied,
                    c.shadow_denied, c.near_limit);
   }
@@ -436,9 +438,9 @@ void Info(CommandContext& ctx) {
                    st.global.total_connections.load(), commands,
                    st.global.rejected_connections.load(), st.global.protocol_errors.load(),
                    st.global.output_limit_disconnects.load(), st.global.idle_disconnects.load(),
-                   st.global.accept_resource_errors.load(), st.global.query_limit_disconnects.load(),
-                   ls.evictions, ls.expired, total.checks, total.allowed, total.denied,
-                   total.shadow_denied, total.near_limit);
+                   st.global.accept_resource_errors.load(),
+                   st.global.query_limit_disconnects.load(), ls.evictions, ls.expired, total.checks,
+                   total.allowed, total.denied, total.shadow_denied, total.near_limit);
     WritePolicyLines(per_policy, &out);
     out.append("\r\n");
   }
@@ -590,10 +592,10 @@ void AddAdminCommands(std::vector<CommandSpec>* rows) {
          Arg("value", "string")}));
     client.subcommands.push_back(Row("client|info", 2, kCmdFast, ClientInfo,
                                      "Returns information about the connection.", "6.2.0"));
-    client.subcommands.push_back(Row(
-        "client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
-        {Arg("client-type", "string", kArgOptional, "TYPE"),
-         Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
+    client.subcommands.push_back(
+        Row("client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
+            {Arg("client-type", "string", kArgOptional, "TYPE"),
+             Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
     client.subcommands.push_back(Row("client|no-evict", 3, kCmdFast, ClientOk,
                                      "Accepted for compatibility; no effect.", "7.0.0",
                                      {Arg("enabled", "string")}));

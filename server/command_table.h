@@ -29,9 +29,9 @@ struct ClientSession {
   int protocol = 2;            // 2 or 3 (HELLO); shared: written under the registry lock
   bool authenticated = false;  // true when no password is configured
   bool close_after_reply = false;  // QUIT
-  std::string name;            // CLIENT SETNAME; shared
-  std::string lib_name;        // CLIENT SETINFO LIB-NAME; shared
-  std::string lib_ver;         // CLIENT SETINFO LIB-VER; shared
+  std::string name;                // CLIENT SETNAME; shared
+  std::string lib_name;            // CLIENT SETINFO LIB-NAME; shared
+  std::string lib_ver;             // CLIENT SETINFO LIB-VER; shared
   std::string addr;            // peer ip:port
   std::string laddr;           // local ip:port
   int fd = -1;                 // the socket

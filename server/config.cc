@@ -164,7 +164,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
 absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
   size_t line = 1;
-  auto starts = [&](size_t i, std::string_view what) { return text.substr(i, what.size()) == what; };
+  auto starts = [&](size_t i, std::string_view what) {
+    return text.substr(i, what.size()) == what;
+  };
   size_t i = starts(0, "\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
   for (; i < text.size(); ++i) {
     const char c = text[i];
@@ -185,8 +187,10 @@ absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
         if (c == '\n') in = In::kCode;
         break;
       case In::kBasic:  // an unterminated one ends at the line (toml++ stops there too)
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
-        else if (c == '"' || c == '\n') in = In::kCode;
+        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
+          ++i;
+        else if (c == '"' || c == '\n')
+          in = In::kCode;
         break;
       case In::kLiteral:
         if (c == '\'' || c == '\n') in = In::kCode;

@@ -138,7 +138,8 @@ bool Connection::GrowInput() {
   const auto delta = static_cast<int64_t>(grown - in_.size());
   // Reserve the bytes in the server-wide total first, so concurrent growth cannot overshoot.
   const int64_t total = state.global.client_query_bytes.fetch_add(delta, std::memory_order_relaxed);
-  if (in_.size() >= limit || total + delta > static_cast<int64_t>(state.config.client_query_total)) {
+  if (in_.size() >= limit ||
+      total + delta > static_cast<int64_t>(state.config.client_query_total)) {
     // As Redis with client-query-buffer-limit: the client is closed, nobody else notices.
     state.global.client_query_bytes.fetch_sub(delta, std::memory_order_relaxed);
     state.global.query_limit_disconnects.fetch_add(1, std::memory_order_relaxed);

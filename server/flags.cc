@@ -135,7 +135,8 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   }
   absl::Status st = CheckConfig(c);
   if (!st.ok()) return fail(ToStd(st.message()));
-  if (c.threads == 0) c.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (c.threads == 0)
+    c.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return cl;
 }
 

@@ -22,22 +22,22 @@ absl::Status PolicyStore::LoadFromConfig(
   }
   std::vector<std::string> removed;
   {
-  absl::MutexLock lock(&mu_);
-  for (auto it = runtime_names_.begin(); it != runtime_names_.end();) {
-    auto current = it;
-    ++it;
-    if (file_names.contains(*current)) {
-      runtime_names_.erase(current);  // the file wins for names it defines
-      continue;
+    absl::MutexLock lock(&mu_);
+    for (auto it = runtime_names_.begin(); it != runtime_names_.end();) {
+      auto current = it;
+      ++it;
+      if (file_names.contains(*current)) {
+        runtime_names_.erase(current);  // the file wins for names it defines
+        continue;
+      }
+      if (auto policy = registry_.Get(*current)) next.push_back(*policy);
     }
-    if (auto policy = registry_.Get(*current)) next.push_back(*policy);
-  }
-  absl::flat_hash_set<std::string> kept;
-  for (const rl::Policy& p : next) kept.insert(p.name);
-  for (const auto& p : registry_.List()) {
-    if (!kept.contains(p->name)) removed.push_back(p->name);
-  }
-  registry_.ReplaceAll(std::move(next));
+    absl::flat_hash_set<std::string> kept;
+    for (const rl::Policy& p : next) kept.insert(p.name);
+    for (const auto& p : registry_.List()) {
+      if (!kept.contains(p->name)) removed.push_back(p->name);
+    }
+    registry_.ReplaceAll(std::move(next));
   }
   if (on_removed_) {
     for (const std::string& name : removed) on_removed_(name);

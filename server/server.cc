@@ -48,8 +48,8 @@ absl::Status FitMaxClientsToFileLimit(ServerConfig* config) {
   // Descriptors besides clients: stdio, the listeners, an epoll + eventfd + timerfd per
   // io_context, the signal pipe, snapshot files (32, as Redis reserves), and the metrics
   // endpoint's sessions when it is on.
-  const int64_t reserved = 32 + 4 * int64_t{config->threads} +
-                           (config->metrics_port > 0 ? 4 + kMetricsMaxSessions : 0);
+  const int64_t reserved =
+      32 + 4 * int64_t{config->threads} + (config->metrics_port > 0 ? 4 + kMetricsMaxSessions : 0);
   const int64_t wanted = config->maxclients + reserved;
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return absl::OkStatus();
@@ -67,10 +67,10 @@ absl::Status FitMaxClientsToFileLimit(ServerConfig* config) {
   if (static_cast<int64_t>(lim.rlim_cur) >= wanted) return absl::OkStatus();
   const int64_t fit = static_cast<int64_t>(lim.rlim_cur) - reserved;
   if (fit < 1) {
-    return absl::ResourceExhaustedError(fmt::format(
-        "the open-file limit (ulimit -n) of {} is too low: rl-server needs at least {} "
-        "descriptors for itself and one client",
-        lim.rlim_cur, reserved + 1));
+    return absl::ResourceExhaustedError(
+        fmt::format("the open-file limit (ulimit -n) of {} is too low: rl-server needs at least {} "
+                    "descriptors for itself and one client",
+                    lim.rlim_cur, reserved + 1));
   }
   Log(*config, fmt::format("warning: maxclients {} needs {} file descriptors but the open-file "
                            "limit (ulimit -n) is {}: maxclients lowered to {} (raise ulimit -n "
@@ -315,8 +315,8 @@ void Server::Shutdown() {
   grace_timer_->expires_after(std::chrono::milliseconds(kShutdownGraceMs));
   grace_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    Log(state_.config, fmt::format("clients still connected after {} ms: closing them",
-                                   kShutdownGraceMs));
+    Log(state_.config,
+        fmt::format("clients still connected after {} ms: closing them", kShutdownGraceMs));
     ForceStop();
   });
 }

@@ -209,8 +209,8 @@ absl::Status Snapshotter::Load() {
   Log(fmt::format(
       "loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
       "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
-      path, kept, in_file, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000,
-      read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
+      path, kept, in_file, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000, read_us / 1000,
+      (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
   stats_.load_status = "ok";
   stats_.load_file_keys = in_file;

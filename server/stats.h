@@ -81,8 +81,7 @@ class WorkerStats {
   // Adds this worker's per-policy counters into *out.
   void AddTo(std::map<std::string, PolicyCounters>* out) const;
   // The same, and (in one consistent read) the counters of forgotten policies into *retired.
-  void AddTo(absl::flat_hash_map<std::string, PolicyCounters>* out,
-             PolicyCounters* retired) const;
+  void AddTo(absl::flat_hash_map<std::string, PolicyCounters>* out, PolicyCounters* retired) const;
   // Adds this worker's latency histograms into *out.
   void AddLatency(LatencySnapshot* out) const;
 
@@ -124,8 +123,8 @@ struct GlobalStats {
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> output_limit_disconnects{0};
   std::atomic<uint64_t> idle_disconnects{0};
-  std::atomic<uint64_t> accept_resource_errors{0};  // accepts failed for lack of fds or memory
-  std::atomic<int64_t> client_query_bytes{0};  // all clients' input buffers (allocated bytes)
+  std::atomic<uint64_t> accept_resource_errors{0};   // accepts failed for lack of fds or memory
+  std::atomic<int64_t> client_query_bytes{0};        // all clients' input buffers (allocated bytes)
   std::atomic<uint64_t> query_limit_disconnects{0};  // clients past a query-buffer limit
 };
 

@@ -93,8 +93,9 @@ TEST(ConfigTest, NonAsciiOnlyInCommentsAndStrings) {
   ServerConfig c;
   absl::Status st = LoadConfigText("max-keys = 42\n\xc5\xa0x = 1\n", "a.toml", {}, &c);
   EXPECT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "a.toml:2: non-ASCII character outside a quoted string; only comments "
-                          "and quoted strings (not \"\"\" ones) may hold one");
+  EXPECT_EQ(st.message(),
+            "a.toml:2: non-ASCII character outside a quoted string; only comments "
+            "and quoted strings (not \"\"\" ones) may hold one");
   EXPECT_FALSE(LoadConfigText("s = \"\"\"\\\n\xc2\xa7\"\"\"\n", "b.toml", {}, &c).ok());
   EXPECT_FALSE(LoadPoliciesText("[policies]\n\xc2\xa7 = \"GCRA 1 1s\"\n", "c.toml").ok());
   ASSERT_TRUE(LoadConfigText("\xef\xbb\xbf# caf\xc3\xa9\nrequirepass = \"caf\xc3\xa9\"\n"

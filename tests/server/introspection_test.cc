@@ -192,10 +192,10 @@ TEST(IntrospectionTest, ClientListShowsEveryClientOfEveryThreadInRedisFormat) {
   std::vector<std::string> lines = Lines(list);
   ASSERT_EQ(lines.size(), 5u) << list;  // was: the caller only
   const std::vector<std::string> kRedisFields = {
-      "id",       "addr",      "laddr",    "fd",      "name",      "age",  "idle",
-      "flags",    "db",        "sub",      "psub",    "ssub",      "multi", "qbuf",
-      "qbuf-free", "argv-mem", "multi-mem", "obl",    "oll",       "omem", "tot-mem",
-      "events",   "cmd",       "user",     "redir",   "resp",      "lib-name", "lib-ver"};
+      "id",        "addr",     "laddr",     "fd",    "name", "age",      "idle",
+      "flags",     "db",       "sub",       "psub",  "ssub", "multi",    "qbuf",
+      "qbuf-free", "argv-mem", "multi-mem", "obl",   "oll",  "omem",     "tot-mem",
+      "events",    "cmd",      "user",      "redir", "resp", "lib-name", "lib-ver"};
   for (size_t i = 0; i < lines.size(); ++i) {
     auto fields = Fields(lines[i]);
     std::vector<std::string> keys;
@@ -204,14 +204,17 @@ TEST(IntrospectionTest, ClientListShowsEveryClientOfEveryThreadInRedisFormat) {
     EXPECT_EQ(Value(fields, "id"), std::to_string(ids[i])) << "oldest first";
     EXPECT_EQ(Value(fields, "name"), "c" + std::to_string(i));
     EXPECT_EQ(Value(fields, "resp"), i == 3 ? "3" : "2");
-    EXPECT_EQ(Value(fields, "cmd"), i == 0 ? "client|list" : i == 3 ? "hello"
-                                    : i == 4 ? "client|setinfo" : "client|setname");
+    EXPECT_EQ(Value(fields, "cmd"), i == 0   ? "client|list"
+                                    : i == 3 ? "hello"
+                                    : i == 4 ? "client|setinfo"
+                                             : "client|setname");
     EXPECT_EQ(Value(fields, "lib-name"), i == 4 ? "mylib" : "");
     EXPECT_NE(Value(fields, "fd"), "-1");
   }
   // Filters, as Redis.
-  lines = Lines(clients[1]->Call({"CLIENT", "LIST", "ID", std::to_string(ids[2]),
-                                  std::to_string(ids[4])}).str);
+  lines = Lines(clients[1]
+                    ->Call({"CLIENT", "LIST", "ID", std::to_string(ids[2]), std::to_string(ids[4])})
+                    .str);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(Value(Fields(lines[0]), "name"), "c2");
   EXPECT_EQ(Lines(clients[1]->Call({"CLIENT", "LIST", "TYPE", "normal"}).str).size(), 5u);

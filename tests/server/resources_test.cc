@@ -51,7 +51,8 @@ double CpuSeconds(pid_t pid) {
 
 size_t OpenFds(pid_t pid) {
   size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
     (void)e;
     ++n;
   }
@@ -152,8 +153,7 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   options.quiet = false;
   options.stderr_path = log.path();
   int metrics_port = FreePort();
-  ServerProcess server({"--threads", "2", "--metrics-port", std::to_string(metrics_port)},
-                       options);
+  ServerProcess server({"--threads", "2", "--metrics-port", std::to_string(metrics_port)}, options);
   ASSERT_GT(server.port(), 0);
   // Leave the running server four spare descriptors (as if something else had taken the rest).
   rlim_t spare = OpenFds(server.pid()) + 4;
@@ -258,9 +258,9 @@ size_t SendHalfBulk(int port, size_t announced, size_t mb) {
 TEST(ResourcesTest, HalfSentHugeBulksStayWithinTheInputMemoryCap) {
   // The attack: three clients with half-sent 300 MB bulks took RSS to 1.6 GB under
   // --max-memory 16mb. Large bulks allowed on purpose here; the server-wide cap must hold.
-  ServerProcess server({"--threads", "2", "--max-memory", "16mb", "--proto-max-bulk-len",
-                        "512mb", "--client-query-buffer-limit", "1gb",
-                        "--client-query-buffer-total", "32mb"});
+  ServerProcess server({"--threads", "2", "--max-memory", "16mb", "--proto-max-bulk-len", "512mb",
+                        "--client-query-buffer-limit", "1gb", "--client-query-buffer-total",
+                        "32mb"});
   ASSERT_GT(server.port(), 0);
   const int64_t base_kb = StatusKb(server.pid(), "VmHWM");
   std::vector<std::thread> attackers;
@@ -270,7 +270,8 @@ TEST(ResourcesTest, HalfSentHugeBulksStayWithinTheInputMemoryCap) {
   }
   for (auto& t : attackers) t.join();
   const int64_t grown_mb = (StatusKb(server.pid(), "VmHWM") - base_kb) / 1024;
-  std::printf("peak RSS growth with a 32 MB input cap: %lld MB\n", static_cast<long long>(grown_mb));
+  std::printf("peak RSS growth with a 32 MB input cap: %lld MB\n",
+              static_cast<long long>(grown_mb));
   // 32 MB of buffers plus allocator slack; without the cap each client held ~128 MB.
   EXPECT_LT(grown_mb, 80);
   for (size_t s : sent) EXPECT_LT(s, 100u << 20) << "every attacker was cut off";

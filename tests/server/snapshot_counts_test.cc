@@ -29,7 +29,8 @@ int64_t Field(const std::string& info, const std::string& field) {
 bool CheckKeys(RespClient& c, const std::string& prefix, int n) {
   std::string batch;
   for (int i = 0; i < n; ++i) {
-    batch += RespClient::Encode({"RL.CHECK", prefix + std::to_string(i), "FIXED_WINDOW", "5", "1h"});
+    batch +=
+        RespClient::Encode({"RL.CHECK", prefix + std::to_string(i), "FIXED_WINDOW", "5", "1h"});
   }
   if (!c.SendRaw(batch)) return false;
   for (int i = 0; i < n; ++i) {
@@ -42,7 +43,7 @@ TEST(SnapshotCountsTest, SavedCountIsWhatALoadFindsUnderConcurrentWrites) {
   char tmpl[] = "/tmp/rl-snapshot-counts-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, file = dir + "/state.rlsnap";
-  const std::vector<std::string> flags = {"--threads", "2", "--snapshot", file,
+  const std::vector<std::string> flags = {"--threads",           "2", "--snapshot", file,
                                           "--snapshot-interval", "1h"};
   int64_t saved = 0;
   {
