@@ -157,13 +157,16 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
 
 // toml++ 3.3.0 (Debian's) reaches __builtin_unreachable, undefined behaviour, when it asks
 // whether a non-ASCII character such as 'Š' is whitespace (upstream issues #190 and #295, fixed
-// after 3.3.0): that happens for any such character between tokens, and after a line-ending
-// backslash in a """ string. No valid rl config has one there (keys, numbers and policy specs
-// are ASCII), so non-ASCII text is refused before toml++ sees it except where it cannot reach
-// that code: comments, "..." and '...' strings, and ''' strings. (Found by fuzz/config_fuzz.)
+// after 3.3.0). It asks between tokens, while it scans a bare value (a number, a date) up to
+// what ends it, and after a line-ending backslash in a """ string. No valid rl config has a
+// non-ASCII character in those places (keys, numbers and policy specs are ASCII), so one is
+// refused before toml++ sees the text unless it is in a comment or in a string toml++ will read
+// as a string: one that opens where a key or a value starts (at the start of a line or after
+// '=', '[', '{', ',' or '.'), other than a """ one. (Found by fuzz/config_fuzz.)
 absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
   size_t line = 1;
+  char prev = '\n';  // the last character of code on this line that is not a space or a tab
   auto starts = [&](size_t i, std::string_view what) {
     return text.substr(i, what.size()) == what;
   };
@@ -178,19 +181,28 @@ absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
           source, line, in == In::kCode ? "outside a quoted string" : "in a \"\"\" string"));
     }
     switch (in) {
-      case In::kCode:
-        if (c == '#') in = In::kComment;
-        if (c == '"') in = starts(i, "\"\"\"") ? (i += 2, In::kMultiBasic) : In::kBasic;
-        if (c == '\'') in = starts(i, "\'\'\'") ? (i += 2, In::kMultiLiteral) : In::kLiteral;
+      case In::kCode: {
+        const bool string_may_open = prev == '\n' || prev == '=' || prev == '[' || prev == '{' ||
+                                     prev == ',' || prev == '.';
+        if (c == '#') {
+          in = In::kComment;
+        } else if (c == '"' && string_may_open) {
+          in = starts(i, "\"\"\"") ? (i += 2, In::kMultiBasic) : In::kBasic;
+        } else if (c == '\'' && string_may_open) {
+          in = starts(i, "'''") ? (i += 2, In::kMultiLiteral) : In::kLiteral;
+        }
+        if (c != ' ' && c != '\t') prev = c;  // a string's opening quote included
         break;
+      }
       case In::kComment:
         if (c == '\n') in = In::kCode;
         break;
       case In::kBasic:  // an unterminated one ends at the line (toml++ stops there too)
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
+        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
           ++i;
-        else if (c == '"' || c == '\n')
+        } else if (c == '"' || c == '\n') {
           in = In::kCode;
+        }
         break;
       case In::kLiteral:
         if (c == '\'' || c == '\n') in = In::kCode;
@@ -213,6 +225,7 @@ absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
         break;
       }
     }
+    if (c == '\n') prev = '\n';
   }
   return absl::OkStatus();
 }

@@ -98,6 +98,16 @@ TEST(ConfigTest, NonAsciiOnlyInCommentsAndStrings) {
             "and quoted strings (not \"\"\" ones) may hold one");
   EXPECT_FALSE(LoadConfigText("s = \"\"\"\\\n\xc2\xa7\"\"\"\n", "b.toml", {}, &c).ok());
   EXPECT_FALSE(LoadPoliciesText("[policies]\n\xc2\xa7 = \"GCRA 1 1s\"\n", "c.toml").ok());
+  // A quote right after a bare value is no string to toml++, which scans the value on into it.
+  st = LoadConfigText("max-keys = -2\"\xc9\x8e\"\n", "e.toml", {}, &c);
+  EXPECT_EQ(st.message(), "e.toml:1: non-ASCII character outside a quoted string; only comments "
+                          "and quoted strings (not \"\"\" ones) may hold one");
+  // Strings where keys and values start may hold it (then the unknown setting is the error).
+  for (const char* text : {"a = [\"\xc3\xa9\", '\xc3\xa9']\n", "a = { \"\xc3\xa9\" = 1 }\n",
+                           "a.\"\xc3\xa9\" = '''\xc3\xa9'''\n"}) {
+    EXPECT_EQ(LoadConfigText(text, "f.toml", {}, &c).message(), "f.toml: unknown setting 'a'")
+        << text;
+  }
   ASSERT_TRUE(LoadConfigText("\xef\xbb\xbf# caf\xc3\xa9\nrequirepass = \"caf\xc3\xa9\"\n"
                              "snapshot = '/tmp/\xc3\xa9'\n",
                              "d.toml", {}, &c)
