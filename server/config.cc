@@ -157,85 +157,112 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
 
 // toml++ 3.3.0 (Debian's) reaches __builtin_unreachable, undefined behaviour, when it asks
 // whether a non-ASCII character such as 'Š' is whitespace (upstream issues #190 and #295, fixed
-// after 3.3.0). It asks between tokens, while it scans a bare value (a number, a date) up to
-// what ends it, and after a line-ending backslash in a """ string. No valid rl config has a
-// non-ASCII character in those places (keys, numbers and policy specs are ASCII), so one is
-// refused before toml++ sees the text unless it is in a comment or in a string toml++ will read
-// as a string: one that opens where a key or a value starts (at the start of a line or after
-// '=', '[', '{', ',' or '.'), other than a """ one. (Found by fuzz/config_fuzz.)
-absl::Status CheckNonAscii(std::string_view text, std::string_view source) {
+// after 3.3.0), which it does between tokens, while it scans a bare value (a number, a date)
+// and after a line-ending backslash in a """ string. So toml++ is only ever given ASCII: in
+// "..." strings (keys and values) a non-ASCII character becomes its \uXXXX escape, the same
+// string to TOML; in comments it becomes '?'; anywhere else, and in '...' strings (which have no
+// escapes), it is refused with its line. For a valid document the quotes found here are exactly
+// its strings; for an invalid one the escapes cannot make it valid (no bare key or value holds
+// a backslash), and toml++ reports its error on ASCII. (Found by fuzz/config_fuzz.)
+absl::StatusOr<std::string> AsciiForToml(std::string_view text, std::string_view source) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
+  std::string out;
+  out.reserve(text.size());
   size_t line = 1;
-  char prev = '\n';  // the last character of code on this line that is not a space or a tab
-  auto starts = [&](size_t i, std::string_view what) {
-    return text.substr(i, what.size()) == what;
+  auto fail = [&](std::string_view what) {
+    return absl::InvalidArgumentError(fmt::format("{}:{}: {}", source, line, what));
   };
-  size_t i = starts(0, "\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
-  for (; i < text.size(); ++i) {
+  size_t i = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
+  while (i < text.size()) {
     const char c = text[i];
-    if (c == '\n') ++line;
-    if (static_cast<unsigned char>(c) >= 0x80 && (in == In::kCode || in == In::kMultiBasic)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}:{}: non-ASCII character {}; only comments and quoted strings (not \"\"\" ones) may "
-          "hold one",
-          source, line, in == In::kCode ? "outside a quoted string" : "in a \"\"\" string"));
-    }
-    switch (in) {
-      case In::kCode: {
-        const bool string_may_open = prev == '\n' || prev == '=' || prev == '[' || prev == '{' ||
-                                     prev == ',' || prev == '.';
-        if (c == '#') {
-          in = In::kComment;
-        } else if (c == '"' && string_may_open) {
-          in = starts(i, "\"\"\"") ? (i += 2, In::kMultiBasic) : In::kBasic;
-        } else if (c == '\'' && string_may_open) {
-          in = starts(i, "'''") ? (i += 2, In::kMultiLiteral) : In::kLiteral;
-        }
-        if (c != ' ' && c != '\t') prev = c;  // a string's opening quote included
-        break;
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // One UTF-8 sequence, strictly (no overlong forms, no surrogates, at most U+10FFFF).
+      const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+      const unsigned char lead = b(0);
+      const size_t n = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+      uint32_t cp = n == 2 ? lead & 0x1F : n == 3 ? lead & 0x0F : lead & 0x07;
+      bool valid = n != 0 && lead < 0xF5 && i + n <= text.size();
+      for (size_t k = 1; valid && k < n; ++k) {
+        valid = (b(k) & 0xC0) == 0x80;
+        cp = (cp << 6) | (b(k) & 0x3F);
       }
+      valid = valid && cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u) && cp <= 0x10FFFF &&
+              (cp < 0xD800 || cp > 0xDFFF);
+      if (in == In::kComment) {
+        out.push_back('?');
+      } else if (!valid) {
+        return fail("invalid UTF-8");
+      } else if (in == In::kBasic || in == In::kMultiBasic) {
+        out += cp > 0xFFFF ? fmt::format("\\U{:08X}", cp) : fmt::format("\\u{:04X}", cp);
+      } else if (in == In::kCode) {
+        return fail("non-ASCII character outside a quoted string or comment");
+      } else {
+        return fail("non-ASCII character in a '...' string: write it in a \"...\" string");
+      }
+      i += valid ? n : 1;
+      continue;
+    }
+    out.push_back(c);
+    ++i;
+    if (c == '\n') ++line;
+    // The length of the run of `c` starting here (for quotes).
+    auto run = [&](char q) {
+      size_t k = i - 1;
+      while (k < text.size() && text[k] == q) ++k;
+      return k - (i - 1);
+    };
+    switch (in) {
+      case In::kCode:
+        if (c == '#') in = In::kComment;
+        if (c == '"' || c == '\'') {
+          const bool multi = run(c) >= 3;
+          if (multi) {
+            out.append(2, c);
+            i += 2;
+          }
+          in = c == '"' ? (multi ? In::kMultiBasic : In::kBasic)
+                        : (multi ? In::kMultiLiteral : In::kLiteral);
+        }
+        break;
       case In::kComment:
         if (c == '\n') in = In::kCode;
         break;
       case In::kBasic:  // an unterminated one ends at the line (toml++ stops there too)
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
-          ++i;
-        } else if (c == '"' || c == '\n') {
-          in = In::kCode;
-        }
-        break;
-      case In::kLiteral:
-        if (c == '\'' || c == '\n') in = In::kCode;
-        break;
       case In::kMultiBasic:
+        if (c == '\\' && i < text.size()) {
+          // The escaped character as is; a non-ASCII one is an invalid escape, kept invalid.
+          if (static_cast<unsigned char>(text[i]) >= 0x80) return fail("invalid escape in a string");
+          if (text[i] == '\n') ++line;
+          out.push_back(text[i++]);
+          break;
+        }
+        [[fallthrough]];
+      case In::kLiteral:
       case In::kMultiLiteral: {
-        const char quote = in == In::kMultiBasic ? '"' : '\'';
-        if (in == In::kMultiBasic && c == '\\') {
-          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
-          ++i;
-        } else if (c == quote && i + 2 < text.size() && text[i + 1] == quote &&
-                   text[i + 2] == quote) {
-          i += 2;
-          // Up to two more quotes belong to the string's content (the closing delimiter is last).
-          for (int extra = 0; extra < 2 && i + 1 < text.size() && text[i + 1] == quote; ++extra) {
-            ++i;
-          }
+        const bool multi = in == In::kMultiBasic || in == In::kMultiLiteral;
+        const char quote = in == In::kBasic || in == In::kMultiBasic ? '"' : '\'';
+        if (!multi && (c == quote || c == '\n')) {
+          in = In::kCode;
+        } else if (multi && c == quote && run(quote) >= 3) {
+          // Up to two quotes before the closing three belong to the string.
+          const size_t n = run(quote);
+          out.append(n - 1, quote);
+          i += n - 1;
           in = In::kCode;
         }
         break;
       }
     }
-    if (c == '\n') prev = '\n';
   }
-  return absl::OkStatus();
+  return out;
 }
 
 absl::StatusOr<toml::table> ParseText(std::string_view text, std::string_view source) {
-  absl::Status ascii = CheckNonAscii(text, source);
-  if (!ascii.ok()) return ascii;
+  auto ascii = AsciiForToml(text, source);
+  if (!ascii.ok()) return ascii.status();
   // Debian's toml++ is built with exceptions: parse errors arrive as toml::parse_error.
   try {
-    return toml::parse(text, source);
+    return toml::parse(*ascii, source);
   } catch (const toml::parse_error& err) {
     return absl::InvalidArgumentError(
         fmt::format("{}:{}: {}", source, err.source().begin.line, err.description()));
