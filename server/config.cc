@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kKiB = int64_t{1} << 10;
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kGiB = int64_t{1} << 30;
-constexpr int64_t kMaxBytes = int64_t{1} << 50;  // ParseMemorySize's bound: 1024 TB
+constexpr int64_t kMaxBytes = int64_t{1} << 50;  // ParseMemorySize's bound: 1048576gb
 // A config file is a page of settings and policies; anything this large is a mistake.
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
@@ -352,7 +352,6 @@ absl::StatusOr<int64_t> ParseNumericSetting(const NumericSetting& s, std::string
 std::string FormatNumericSetting(const NumericSetting& s, int64_t value) {
   if (s.unit == SettingUnit::kDurationMs) return rl::FormatDuration(value);
   if (s.unit == SettingUnit::kBytes && value > 0) {
-    if (value % (kGiB << 10) == 0) return fmt::format("{}tb", value / (kGiB << 10));
     if (value % kGiB == 0) return fmt::format("{}gb", value / kGiB);
     if (value % kMiB == 0) return fmt::format("{}mb", value / kMiB);
     if (value % kKiB == 0) return fmt::format("{}kb", value / kKiB);
