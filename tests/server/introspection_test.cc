@@ -121,13 +121,13 @@ TEST(IntrospectionTest, RlPolicyHelpAnswersWithHelpLines) {
       }
       return false;
     };
-    EXPECT_TRUE(has("SET <name> <limit> [<limit> ...] [SHADOW]"));
-    EXPECT_TRUE(has("GET <name>"));
-    EXPECT_TRUE(has("DEL <name>"));
+    EXPECT_TRUE(has("SET name [CONCURRENCY n [LEASE ttl]] <limit>... [SHADOW]"));
+    EXPECT_TRUE(has("GET name"));
+    EXPECT_TRUE(has("DEL name"));
     EXPECT_TRUE(has("LIST"));
     EXPECT_TRUE(has("HELP"));
-    EXPECT_TRUE(has("    Print this help."));
-    EXPECT_TRUE(has("<limit> is: TOKEN_BUCKET|GCRA|"));
+    EXPECT_TRUE(has("    Prints this help."));
+    EXPECT_TRUE(has("<limit> is: (TOKEN_BUCKET|GCRA|SLIDING_LOG|"));
   }
   EXPECT_EQ(c.Call({"RL.POLICY", "HELP", "extra"}).str,
             "ERR wrong number of arguments for 'rl.policy|help' command");

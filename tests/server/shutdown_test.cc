@@ -33,7 +33,10 @@ std::vector<std::unique_ptr<RespClient>> StuckClients(int port, int n) {
     auto c = std::make_unique<RespClient>(port);
     int small = 4096;
     setsockopt(c->fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    EXPECT_TRUE(c->SendRaw(batch));
+    // Only as much as the server takes in before its backpressure stops reading; on a loaded
+    // machine that is less than the whole batch, and the send then times out (fine: the server
+    // holds replies this client never reads either way).
+    c->SendRaw(batch);
     clients.push_back(std::move(c));
   }
   // A client that reads proves the commands above were taken in (connections are handed out
