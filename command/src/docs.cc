@@ -220,6 +220,15 @@ std::vector<std::string> HelpLines(const CommandDoc& doc) {
     lines.push_back(Usage(sub));
     lines.push_back("    " + sub.summary);
   }
+  // "<limit>" in a usage line means the limit grammar; spell it out once, as Redis's HELP does
+  // for its nested blocks.
+  for (const std::string& line : lines) {
+    if (line.find("<limit>") == std::string::npos) continue;
+    ArgDoc limit = LimitDoc(0);
+    limit.name = "expanded";  // render the block's parts, not "<limit>" again
+    lines.push_back("<limit> is: " + Render(limit));
+    break;
+  }
   return lines;
 }
 

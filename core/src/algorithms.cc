@@ -271,7 +271,7 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
   r.window_ms = w;
   if (cost > l) {
     r = Never(l, w, l - count, count > 0 ? end_in : 0);
-  } else if (count + cost <= l) {
+  } else if (cost <= l - count) {  // not count + cost: a restored count may be near 2^63
     r.allowed = true;
     if (cost > 0) {
       count += cost;

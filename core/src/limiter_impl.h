@@ -41,8 +41,8 @@ class Limiter::Impl {
   size_t KeyCount() const;
   Clock& clock() const { return *clock_; }
 
-  absl::Status ExportState(std::string* out) const;
-  absl::Status ImportState(std::string_view data);
+  absl::Status ExportState(std::string* out, uint64_t* states = nullptr) const;
+  absl::Status ImportState(std::string_view data, uint64_t* states = nullptr);
 
   // The state key of one limit and the shard that holds it.
   struct StateKey {

@@ -89,7 +89,15 @@ int64_t Shift(int64_t t, int64_t delta) { return Clamp64(int128{t} + delta); }
 
 }  // namespace
 
-absl::Status Limiter::Impl::ExportState(std::string* out) const {
+absl::Status Limiter::ExportState(std::string* out, uint64_t* states) const {
+  return impl_->ExportState(out, states);
+}
+
+absl::Status Limiter::ImportState(std::string_view data, uint64_t* states) {
+  return impl_->ImportState(data, states);
+}
+
+absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) const {
   out->clear();
   Writer w(out);
   const int64_t mono_now = clock_->NowMs();
@@ -102,10 +110,12 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
   w.Put<int64_t>(wall_now);
   std::vector<std::pair<int64_t, int64_t>> runs;
   std::vector<std::pair<uint64_t, int64_t>> leases;
+  uint64_t written = 0;  // records as they are written: checks meanwhile cannot skew it
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
+      ++written;
       w.Put<uint8_t>(
           static_cast<uint8_t>(kind | internal::ExpiryCodec::Level(expiry) << kLevelShift));
       w.Put<uint64_t>(key);
@@ -135,6 +145,7 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
     }
     for (const internal::SlotBlock& s : sh.blocks) {
       if (s.until <= mono_now) continue;  // ended
+      ++written;
       w.Put<uint8_t>(kKindBlock);
       w.Put<uint64_t>(s.key);
       w.Put<uint32_t>(static_cast<uint32_t>(i));
@@ -152,13 +163,15 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
     }
   }
   w.Put<uint64_t>(XXH64(out->data(), out->size(), 0));
+  if (states != nullptr) *states = written;
   return absl::OkStatus();
 }
 
 namespace {
 
 // One decoded record, times already in the monotonic frame. A log's runs stay in the snapshot:
-// `runs_at` is where they start (n = `runs`, their counts summing to `total`).
+// `runs_at` is where they start (n = `runs`); `live` of them (summing to `total`) are recent
+// enough to be inside some window.
 struct Record {
   uint8_t kind;
   uint8_t level;
@@ -167,12 +180,18 @@ struct Record {
   int64_t expiry;
   int64_t v[3];
   uint32_t runs;
+  uint32_t live;
   size_t runs_at;
   int64_t total;
 };
 
+// Requests older than the longest window are outside every window: a check would prune them at
+// once, so the import leaves them out (which also keeps a log's time offsets within range).
+bool LiveRun(int64_t t, int64_t mono_now) { return t > mono_now - kMaxWindowMs; }
+
 // Reads and validates one record, log runs included.
 absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to_mono,
+                        int64_t mono_now,
                         Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
@@ -196,17 +215,24 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
     }
     rec->runs_at = r.pos();
     rec->total = 0;
+    rec->live = 0;
     int64_t prev_time = INT64_MIN;
     for (uint32_t i = 0; i < rec->runs; ++i) {
       int64_t t = 0, count = 0;
       r.Get(&t);
       r.Get(&count);
       t = Shift(t, to_mono);
-      if (count < 1 || count > internal::kMaxLogTotal || t <= prev_time ||
-          rec->total > internal::kMaxLogTotal - count) {
+      // Times never decrease; two runs may share a millisecond (a count past one run's field
+      // starts another), as the limiter's own export writes them.
+      if (count < 1 || count > internal::kMaxLogTotal || t < prev_time) {
         return absl::DataLossError("bad snapshot log run");
       }
       prev_time = t;
+      if (!LiveRun(t, mono_now)) continue;
+      if (rec->total > internal::kMaxLogTotal - count) {
+        return absl::DataLossError("bad snapshot log run");
+      }
+      ++rec->live;
       rec->total += count;
     }
   } else if (rec->kind == kKindLeases) {
@@ -220,19 +246,26 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
     for (int i = 0; i < words; ++i) {
       if (!r.Get(&rec->v[i])) return absl::DataLossError("snapshot record truncated");
     }
-    rec->v[0] = Shift(rec->v[0], to_mono);
+    // Every algorithm keeps counts, ticks or token units after the time word, never negative
+    // (the token bucket's top bits hold a shift the algorithm would shift by).
+    if (rec->v[1] < 0 || (words == 3 && rec->v[2] < 0)) {
+      return absl::DataLossError("bad snapshot record value");
+    }
+    rec->v[0] = Shift(rec->v[0], to_mono);  // the store keeps it within 2^47 ms of its base
   }
   return absl::OkStatus();
 }
 
 // What the store keeps of a record: not state that is fresh by now, nor an empty log.
 bool Kept(const Record& rec, int64_t mono_now) {
-  return rec.expiry > mono_now && ((rec.kind != 2 && rec.kind != kKindLeases) || rec.runs > 0);
+  if (rec.expiry <= mono_now) return false;
+  if (rec.kind == 2) return rec.live > 0;
+  return rec.kind != kKindLeases || rec.runs > 0;
 }
 
 }  // namespace
 
-absl::Status Limiter::Impl::ImportState(std::string_view data) {
+absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states) {
   if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::InvalidArgumentError("not an rl snapshot");
   }
@@ -272,8 +305,12 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   constexpr size_t kKinds = 5;
   std::vector<uint32_t> counts(our_shards * kKinds, 0);
   Record rec;
+  uint64_t records = 0;
   while (r.left() > 0) {
-    if (absl::Status s = ReadRecord(r, version, shards, to_mono, &rec); !s.ok()) return s;
+    if (absl::Status s = ReadRecord(r, version, shards, to_mono, mono_now, &rec); !s.ok()) {
+      return s;
+    }
+    ++records;
     if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * kKinds + rec.kind];
   }
 
@@ -302,7 +339,8 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   Reader again(payload);
   again.Skip(records_at);
   while (again.left() > 0) {
-    (void)ReadRecord(again, version, shards, to_mono, &rec);  // validated by the first pass
+    // Validated by the first pass.
+    (void)ReadRecord(again, version, shards, to_mono, mono_now, &rec);
     if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[rec.shard & shard_mask_];
     const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
@@ -347,7 +385,11 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
         int64_t t = 0, count = 0;
         runs.Get(&t);
         runs.Get(&count);
-        log = internal::LogAppend(log, sizing, Shift(t, to_mono), count);
+        if (!LiveRun(Shift(t, to_mono), mono_now)) continue;
+        // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
+        // counts as made now: the log appends at non-decreasing times only, and a request kept
+        // in the window from now on can only under-admit.
+        log = internal::LogAppend(log, sizing, std::min(Shift(t, to_mono), mono_now), count);
       }
       sh.log_bytes += internal::LogBytes(log);
       if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
@@ -357,6 +399,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
     }
   }
   unlock_all();
+  if (states != nullptr) *states = records;
   return absl::OkStatus();
 }
 

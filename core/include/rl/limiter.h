@@ -123,6 +123,11 @@ class Limiter final : public LeaseIssuer {
   // dropping states that are fresh by now. Errors: corrupt or foreign data, a non-empty limiter.
   absl::Status ExportState(std::string* out) const;
   absl::Status ImportState(std::string_view data);
+  // The same, also counting the states as they are written (*states: exactly the records in
+  // *out, however many checks ran meanwhile) or read (*states: records in the snapshot; the
+  // limiter keeps those not fresh by now, KeyCount()).
+  absl::Status ExportState(std::string* out, uint64_t* states) const;
+  absl::Status ImportState(std::string_view data, uint64_t* states);
 
  private:
   class Impl;
