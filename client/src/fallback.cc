@@ -35,7 +35,7 @@ Limit LocalShare(const Limit& limit, int64_t instances) {
 LocalFallback::LocalFallback(const RemoteLimiterOptions::Fallback& options, const Clock* clock)
     : instances_(options.instances), limiter_(LocalOptions(options, clock)) {}
 
-bool LocalFallback::Shares(const Policy& policy, const int64_t* cost,
+bool LocalFallback::Shares(const Policy& policy, int64_t cost,
                            std::array<Limit, kMaxLimitsPerCheck>* shares) const {
   const size_t n = policy.limits.size();
   if (n == 0 || n > kMaxLimitsPerCheck) return false;
@@ -43,8 +43,8 @@ bool LocalFallback::Shares(const Policy& policy, const int64_t* cost,
     const Limit& limit = policy.limits[i];
     (*shares)[i] = LocalShare(limit, instances_);
     // A lease takes one slot whatever the cost: only rate limits can be too small for a cost.
-    if (cost != nullptr && limit.algorithm != Algorithm::kConcurrency &&
-        *cost > (*shares)[i].capacity() && *cost <= limit.capacity()) {
+    if (limit.algorithm != Algorithm::kConcurrency && cost > (*shares)[i].capacity() &&
+        cost <= limit.capacity()) {
       return false;
     }
   }
@@ -54,7 +54,7 @@ bool LocalFallback::Shares(const Policy& policy, const int64_t* cost,
 std::optional<Decision> LocalFallback::Decide(const Policy& policy, std::string_view key,
                                               int64_t cost) {
   std::array<Limit, kMaxLimitsPerCheck> shares;
-  if (!Shares(policy, &cost, &shares)) return std::nullopt;
+  if (!Shares(policy, cost, &shares)) return std::nullopt;
   // Under the policy's name, as Limiter::Check(policy, key) keeps it: one state per key and limit
   // (algorithm + window), whatever the share's numbers.
   absl::StatusOr<Decision> decision = limiter_.Check(
@@ -68,7 +68,7 @@ std::optional<Decision> LocalFallback::Decide(const Policy& policy, std::string_
 std::optional<Lease> LocalFallback::Acquire(const Policy& policy, std::string_view key,
                                             int64_t cost) {
   std::array<Limit, kMaxLimitsPerCheck> shares;
-  if (!Shares(policy, &cost, &shares)) return std::nullopt;
+  if (!Shares(policy, cost, &shares)) return std::nullopt;
   absl::StatusOr<Lease> lease = limiter_.Acquire(
       policy.name, key, absl::MakeConstSpan(shares.data(), policy.limits.size()), cost);
   if (!lease.ok() || lease->decision().decided_by == DecidedBy::kOverflow) return std::nullopt;
@@ -79,19 +79,6 @@ std::optional<Lease> LocalFallback::Acquire(const Policy& policy, std::string_vi
   std::string lease_key = lease->key();
   std::string id = lease->Detach();
   return Lease(held ? &limiter_ : nullptr, std::move(lease_key), std::move(id), decision);
-}
-
-std::optional<Decision> LocalFallback::Settle(bool refund, const Policy& policy,
-                                              std::string_view key, int64_t amount) {
-  std::array<Limit, kMaxLimitsPerCheck> shares;
-  if (!Shares(policy, nullptr, &shares)) return std::nullopt;
-  const absl::Span<const Limit> limits = absl::MakeConstSpan(shares.data(), policy.limits.size());
-  absl::StatusOr<Decision> decision = refund ? limiter_.Refund(policy.name, key, limits, amount)
-                                             : limiter_.Charge(policy.name, key, limits, amount);
-  if (!decision.ok() || decision->decided_by == DecidedBy::kOverflow) return std::nullopt;
-  decision->decided_by = DecidedBy::kFallback;
-  if (policy.shadow) ApplyShadow(*decision);
-  return *decision;
 }
 
 bool LocalFallback::Release(std::string_view key, std::string_view lease_id) {

@@ -45,12 +45,6 @@ class LocalFallback {
   // but not the share, the local limiter full).
   std::optional<Lease> Acquire(const Policy& policy, std::string_view key, int64_t cost);
 
-  // A refund (refund = true) or charge the server could not get, applied to the share's local
-  // state; decided_by = kFallback, shadow applied. nullopt when it cannot: no limits, an amount
-  // the local limiter refuses (a LEAKY_BUCKET refund, a CONCURRENCY limit), the limiter full.
-  std::optional<Decision> Settle(bool refund, const Policy& policy, std::string_view key,
-                                 int64_t amount);
-
   // Ends a lease this fallback granted (an id from one of its leases, e.g. handed over by
   // Detach()): true when it was one of its leases and still held.
   bool Release(std::string_view key, std::string_view lease_id);
@@ -60,8 +54,8 @@ class LocalFallback {
 
  private:
   // The share of each of the policy's limits into *shares; false when there are none, or when
-  // `cost` (if not null) fits a rate limit of the policy but not its share.
-  bool Shares(const Policy& policy, const int64_t* cost,
+  // `cost` fits a rate limit of the policy but not its share.
+  bool Shares(const Policy& policy, int64_t cost,
               std::array<Limit, kMaxLimitsPerCheck>* shares) const;
 
   const int64_t instances_;

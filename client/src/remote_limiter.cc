@@ -277,16 +277,12 @@ class RemoteLimiter::Impl {
     return *std::move(lease);
   }
 
-  // A refund or charge the server did not get: applied to the fallback's share when it can, and
-  // answered as the next check would be (by the fallback, else by the FailureMode).
-  Decision DegradeSettle(bool refund, const Policy& policy, std::string_view key, int64_t amount,
-                         const absl::Status& why) {
+  // A refund or charge the server did not get: counted, reported, and returned as the error
+  // (no fallback or FailureMode decision: the caller must know the amount was not settled).
+  absl::Status LostSettle(const Policy& policy, const absl::Status& why) {
     settles_lost_.fetch_add(1, std::memory_order_relaxed);
-    std::optional<Decision> decision;
-    if (fallback_ != nullptr) decision = fallback_->Settle(refund, policy, key, amount);
-    if (!decision.has_value()) decision = FailureDecision(policy);
     if (options_.on_failure) options_.on_failure(policy, why);
-    return *decision;
+    return why;
   }
 
   // A release the fallback granted: ended locally, never sent (the server never knew of it).
@@ -550,9 +546,13 @@ absl::StatusOr<Decision> RemoteLimiter::Charge(const Policy& policy, std::string
 
 absl::StatusOr<Decision> RemoteLimiter::Settle(bool refund, const Policy& policy,
                                                std::string_view key, int64_t amount) {
+  if (amount < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(refund ? "refund" : "charge", " amount must be >= 0"));
+  }
   std::vector<Job> jobs(1);
-  if (absl::Status s = impl_->Encode(refund ? "RL.REFUND" : "RL.CHARGE", policy, key, &amount,
-                                     &jobs[0]);
+  if (absl::Status s =
+          impl_->Encode(refund ? "RL.REFUND" : "RL.CHARGE", policy, key, &amount, &jobs[0]);
       !s.ok()) {
     return s;
   }
@@ -560,11 +560,12 @@ absl::StatusOr<Decision> RemoteLimiter::Settle(bool refund, const Policy& policy
   const absl::StatusOr<resp::Value>& reply = jobs[0].reply;
   if (!reply.ok()) {
     if (!Impl::IsUnavailability(reply.status())) return reply.status();
-    return impl_->DegradeSettle(refund, policy, key, amount, reply.status());
+    return impl_->LostSettle(policy, reply.status());
   }
   absl::StatusOr<Decision> decision = impl_->ToDecision(*reply, policy);
+  // A server that refuses us (NOAUTH, WRONGPASS) did not settle anything either.
   if (absl::IsPermissionDenied(decision.status())) {
-    return impl_->DegradeSettle(refund, policy, key, amount, decision.status());
+    return impl_->LostSettle(policy, decision.status());
   }
   return decision;
 }
@@ -607,6 +608,10 @@ absl::StatusOr<Lease> RemoteLimiter::Acquire(const Policy& policy, std::string_v
 }
 
 absl::StatusOr<bool> RemoteLimiter::Release(std::string_view key, std::string_view lease_id) {
+  // Nothing a server could have issued: refused here, without a round trip.
+  if (lease_id.empty() || lease_id.size() > client_internal::kMaxLeaseIdBytes) {
+    return absl::InvalidArgumentError("invalid lease id (empty or too long)");
+  }
   if (impl_->ReleaseLocally(key, lease_id)) return true;
   impl_->releases_.fetch_add(1, std::memory_order_relaxed);
   std::vector<Job> jobs{impl_->EncodeRelease(key, lease_id)};

@@ -59,8 +59,8 @@ class RemoteLimiterTest : public ::testing::Test {
                                   "127.0.0.1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (!server_.Start(argv)) return false;
-    const int bound = rl_test::ReadyPort(server_, "rl-server ready: listening on ",
-                                         milliseconds(10000));
+    const int bound =
+        rl_test::ReadyPort(server_, "rl-server ready: listening on ", milliseconds(10000));
     if (bound <= 0 || (port_ != 0 && bound != port_)) return false;
     port_ = bound;
     return true;

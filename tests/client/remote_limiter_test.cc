@@ -42,7 +42,6 @@ using remote_test::RemoteLimiterTest;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-
 // Issue 14: policy "api" and key "t1" are one count whether an inline-mode client, a
 // server-policy-mode client, a raw `RL.CHECK t1 POLICY api` (PHP, redis-cli) or an in-process
 // rl::Limiter holding the server's snapshot checks it.

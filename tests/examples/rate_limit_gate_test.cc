@@ -1,9 +1,9 @@
 // RateLimitGate without HTTP: route overrides and the global default, weighted cost, unlimited
-// routes, shadow policies, a route that holds a concurrency lease while it runs, config errors, client keys that never carry raw client input, and
-// outages: decisions by a failure mode get no rate-limit headers (fail-closed: 503 with a short
-// Retry-After), decisions by the remote limiter's local fallback get real ones (a denial is a
-// 429), and the outage log writes one line per episode, on a manual clock, counting how the
-// episode's checks were decided.
+// routes, shadow policies, a route that holds a concurrency lease while it runs, config errors,
+// client keys that never carry raw client input, and outages: decisions by a failure mode get no
+// rate-limit headers (fail-closed: 503 with a short Retry-After), decisions by the remote limiter's
+// local fallback get real ones (a denial is a 429), and the outage log writes one line per episode,
+// on a manual clock, counting how the episode's checks were decided.
 #include "rate_limit_gate.h"
 
 #include <string>
@@ -17,8 +17,8 @@
 namespace rl_http {
 namespace {
 
-std::string HeaderValueOf(const std::vector<rl::HeaderField>& headers, std::string_view name) {
-  for (const rl::HeaderField& field : headers) {
+std::string HeaderValue(const GateResult& result, std::string_view name) {
+  for (const rl::HeaderField& field : result.headers) {
     if (field.name == name) return field.value;
   }
   return "";
@@ -113,7 +113,7 @@ TEST_F(RateLimitGateTest, ReportsHoldALeaseWhileTheRequestRuns) {
   EXPECT_FALSE(fourth.unavailable);  // the client's 429, not an outage
   EXPECT_FALSE(fourth.lease.held());
   EXPECT_GT(fourth.decision->retry_after_ms, 0);  // when the soonest lease ends by its ttl
-  EXPECT_EQ(HeaderValueOf(fourth.headers, "X-RateLimit-Limit"), "3");
+  EXPECT_EQ(HeaderValue(fourth, "X-RateLimit-Limit"), "3");
   EXPECT_TRUE(gate.Check("POST", "/v1/reports", "key:b").allowed);  // its own slots
 
   running.erase(running.begin());  // one report finished: its lease ends with it
@@ -176,13 +176,6 @@ bool HasHeader(const GateResult& result, std::string_view name) {
     if (field.name == name) return true;
   }
   return false;
-}
-
-std::string HeaderValue(const GateResult& result, std::string_view name) {
-  for (const rl::HeaderField& field : result.headers) {
-    if (field.name == name) return field.value;
-  }
-  return "";
 }
 
 TEST(RateLimitGateOutageTest, FailureModeDecisionsCarryNoRateLimitHeaders) {

@@ -8,11 +8,11 @@
 // once it is back.
 //
 // Cluster mode (cluster_nodes): each call goes to the master serving its key's hash slot (the
-// key sent is the user's key, so one check is one slot; RL.RELEASE names the key too); the slot map is learned from the seeds
-// and kept current from MOVED replies and background CLUSTER SLOTS refreshes; ASK is followed for
-// the one command; CheckMany sends each node its checks in one pipelined batch, all nodes at
-// once, within one timeout. A node that cannot answer decides only its own keys' checks (the
-// fallback, when configured, decides those).
+// key sent is the user's key, so one check is one slot; RL.RELEASE names the key too); the slot map
+// is learned from the seeds and kept current from MOVED replies and background CLUSTER SLOTS
+// refreshes; ASK is followed for the one command; CheckMany sends each node its checks in one
+// pipelined batch, all nodes at once, within one timeout. A node that cannot answer decides only
+// its own keys' checks (the fallback, when configured, decides those).
 //
 // State: a policy's state lives under the policy's name and the key (plus each limit's algorithm
 // and window) in both modes, the same state `RL.CHECK key POLICY name` and the in-process
@@ -98,9 +98,10 @@ struct RemoteLimiterOptions {
   // the window holds. It starts empty (it never knows the server's count), so in the window an
   // outage begins each instance may admit its share on top of what the server already counted.
   // Peek and Reset reach only the server.
-  // Acquire, Refund and Charge use the fallback too (see each). A CONCURRENCY limit's share is
-  // its LIMIT divided the same way (at most n / instances leases at once per instance, each with
-  // the policy's LEASE ttl); the fallback's lease is an in-process one, released locally.
+  // Acquire uses the fallback too: a CONCURRENCY limit's share is its LIMIT divided the same way
+  // (at most n / instances leases at once per instance, each with the policy's LEASE ttl); the
+  // fallback's lease is an in-process one, released locally. Refund and Charge never do (they
+  // report the outage as an error: see Refund).
   struct Fallback {
     int64_t instances = 0;
     // Bound on the local states (one per key and limit of a policy); past it, expired and little
@@ -109,8 +110,9 @@ struct RemoteLimiterOptions {
   };
   Fallback fallback;
   // Called (on the calling thread) for every check, acquire, refund and charge the server did not
-  // answer (decided by the fallback or by a FailureMode; not for releases, which name no policy):
-  // the place to raise an alarm. Must be cheap and thread-safe.
+  // answer (checks and acquires are then decided by the fallback or by a FailureMode, refunds and
+  // charges return the error; not for releases, which name no policy): the place to raise an
+  // alarm. Must be cheap and thread-safe.
   std::function<void(const Policy& policy, const absl::Status& why)> on_failure;
   // Time for the reconnect back-off, the fallback's limiter and WallNowMs; not owned, null =
   // SteadyClock::Default(). The call timeout is real time whatever the clock: it bounds a wait on
@@ -128,8 +130,8 @@ struct RemoteLimiterStats {
   // (checks and acquires).
   uint64_t failed_open = 0;    // by FailureMode::kFailOpen
   uint64_t failed_closed = 0;  // by FailureMode::kFailClosed
-  // Refunds and charges the server did not get (it could not be reached in time): answered by
-  // the fallback, which applied them to this instance's share, or by the FailureMode.
+  // Refunds and charges the server could not be reached for (returned as errors; one that timed
+  // out may still have been applied late).
   uint64_t settles_lost = 0;
   // RL.RELEASE sent (Lease::Release, a lease's destructor, Release by id), and those the server
   // did not confirm because it could not be reached in time: such a lease ends by its ttl.
@@ -185,12 +187,16 @@ class RemoteLimiter final : public RateLimiter {
   // RL.REFUND / RL.CHARGE (inline mode: `RL.REFUND <key> POLICY <name> <limits...> COST n`;
   // kServerPolicy: `... POLICY <name> COST n`): give back up to `amount`, or take it even into
   // debt (see Limiter::Refund, Limiter::Charge); the answer is what a check of cost 0 would get
-  // right after, shadow mode applied as for Check. An error reply (a LEAKY_BUCKET refund, a
-  // CONCURRENCY limit, amount < 0 or > 2^40) -> that error. Server unavailable: the amount never
-  // reaches it (Stats().settles_lost, on_failure); the fallback, when configured and able to,
-  // applies it to this instance's share (so what an outage's checks consumed locally is settled
-  // locally) and answers decided_by = kFallback; else FailureDecision(policy) answers — which is
-  // what the next check would get. Check decided_by to know whether the server heard of it.
+  // right after, shadow mode applied as for Check. amount < 0 -> InvalidArgument, not sent. An
+  // error reply (a LEAKY_BUCKET refund, a CONCURRENCY limit, amount > 2^40, an unknown policy)
+  // -> that error, and nothing changed.
+  // Server unavailable, too slow or refusing our credentials -> that status (Unavailable,
+  // DeadlineExceeded, PermissionDenied), counted in Stats().settles_lost and reported to
+  // on_failure. Never a FailureMode or fallback decision: a settlement has no safe default to
+  // invent, and the caller must know the server's count did not move. Not retried (a retry of
+  // one that timed out could apply it twice): DeadlineExceeded means it may have been applied
+  // late, and with wait_for_replicas an Unavailable "WAIT: ..." means the master applied it but
+  // too few replicas acknowledged. The local fallback's state is not touched either.
   absl::StatusOr<Decision> Refund(const Policy& policy, std::string_view key,
                                   int64_t amount) override;
   absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key,

@@ -29,8 +29,7 @@ class RateLimiter : public LeaseIssuer {
                                          int64_t cost = 1) = 0;
   // Settle-later costs (see Limiter::Refund and Limiter::Charge): give back up to `amount`, or
   // take `amount` even into debt; the answer is what a check of cost 0 would get right after.
-  // A remote limiter that cannot reach its server answers as its FailureMode (or its local
-  // fallback) would answer that check, and the server never hears of the amount.
+  // A remote limiter that cannot reach its server returns that error (it invents no state).
   virtual absl::StatusOr<Decision> Refund(const Policy& policy, std::string_view key,
                                           int64_t amount) = 0;
   virtual absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key,
