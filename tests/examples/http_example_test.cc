@@ -3,7 +3,8 @@
 // unlimited; with an unreachable remote limiter reads fail open (no rate-limit headers) and
 // exports fail closed (503, not 429), logged once per outage; with --fallback-instances the outage
 // is decided at this instance's share of the limits (real headers, 429 past it) until the server
-// answers again; and two instances on one rl-server share a single count.
+// answers again; two instances on one rl-server share a single count, and a report holds a
+// concurrency lease on it while it runs.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -39,14 +40,14 @@ HttpReply Request(int port, const std::string& method, const std::string& path,
 
 // Fires `count` requests at once (one thread each); the replies in completion order.
 std::vector<HttpReply> Parallel(const std::vector<int>& ports, int count, const std::string& path,
-                                const std::string& api_key) {
+                                const std::string& api_key, const std::string& method = "GET") {
   std::vector<HttpReply> replies(count);
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int i = 0; i < count; ++i) {
     threads.emplace_back([&, i] {
       while (!go.load()) std::this_thread::yield();
-      replies[i] = Request(ports[i % ports.size()], "GET", path, api_key);
+      replies[i] = Request(ports[i % ports.size()], method, path, api_key);
     });
   }
   go = true;
@@ -178,12 +179,17 @@ TEST(HttpExampleTest, UnreachableRemoteLimiterReadsFailOpenExportsFailClosed) {
 }
 
 #ifdef RL_SERVER_PATH
+// Starts rl-server on a port the kernel picks (so no other test can take it between choosing and
+// binding); returns the port, 0 on failure.
+int StartServer(rl_test::Subprocess& server) {
+  if (!server.Start({RL_SERVER_PATH, "--port", "0", "--bind", "127.0.0.1"})) return 0;
+  return rl_test::ReadyPort(server, "rl-server ready: listening on ", milliseconds(10000));
+}
+
 TEST(HttpExampleTest, TwoRemoteInstancesShareOneCount) {
   rl_test::Subprocess server;
-  const int server_port = rl_test::FreeLoopbackPort();
-  ASSERT_TRUE(
-      server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind", "127.0.0.1"}));
-  ASSERT_TRUE(rl_test::WaitForPort(server_port, milliseconds(5000)));
+  const int server_port = StartServer(server);
+  ASSERT_GT(server_port, 0);
   const std::vector<std::string> flags{"--limiter", "remote", "--server",
                                        "127.0.0.1:" + std::to_string(server_port)};
   rl_test::Subprocess a;
@@ -197,6 +203,41 @@ TEST(HttpExampleTest, TwoRemoteInstancesShareOneCount) {
   HttpReply other = Request(port_b, "GET", "/api/products", "key-B");
   EXPECT_EQ(other.status, 200);
   EXPECT_EQ(other.headers["x-ratelimit-remaining"], "4");
+}
+
+// Issue 16: POST /v1/reports holds a lease on rl-server (CONCURRENCY 3) while the report is
+// built: of 4 parallel reports split over two instances, 3 run and 1 gets a 429 naming the
+// concurrency limit; once they are done their leases are released, so the next one runs.
+TEST(HttpExampleTest, ReportsHoldALeaseOnTheServerWhileTheyRun) {
+  rl_test::Subprocess server;
+  const int server_port = StartServer(server);
+  ASSERT_GT(server_port, 0);
+  // Long enough that all four are in flight together even on a loaded machine.
+  const std::vector<std::string> flags{
+      "--limiter",    "remote", "--server",    "127.0.0.1:" + std::to_string(server_port),
+      "--timeout-ms", "2000",   "--report-ms", "1500"};
+  rl_test::Subprocess a;
+  rl_test::Subprocess b;
+  const int port_a = StartExample(a, flags);
+  const int port_b = StartExample(b, flags);
+  ASSERT_GT(port_a, 0);
+  ASSERT_GT(port_b, 0);
+
+  int ok = 0;
+  int limited = 0;
+  for (HttpReply& reply : Parallel({port_a, port_b}, 4, "/v1/reports", "key-A", "POST")) {
+    if (reply.status == 200) ++ok;
+    if (reply.status == 429) {
+      ++limited;
+      EXPECT_EQ(reply.headers["x-ratelimit-limit"], "3");  // the slots, not the 20 per hour
+      EXPECT_EQ(reply.headers["x-ratelimit-remaining"], "0");
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(limited, 1);
+  HttpReply next = Request(port_b, "POST", "/v1/reports", "key-A");
+  EXPECT_EQ(next.status, 200);  // all three leases were released when their requests ended
+  EXPECT_EQ(next.headers["x-ratelimit-limit"], "3");
 }
 
 TEST(HttpExampleTest, OutageEpisodeEndsWhenTheServerAnswersAgain) {
