@@ -137,7 +137,9 @@ struct RemoteLimiterStats {
   // did not confirm because it could not be reached in time: such a lease ends by its ttl.
   uint64_t releases = 0;
   uint64_t release_failures = 0;
-  uint64_t timeouts = 0;  // calls that ran out of time (decided by the fallback or a FailureMode)
+  // Calls that ran out of time (checks and acquires then decided by the fallback or a
+  // FailureMode; refunds, charges and releases returned DeadlineExceeded).
+  uint64_t timeouts = 0;
   uint64_t server_errors = 0;  // error replies (-ERR ...), returned as absl errors
   uint64_t connects = 0;       // successful (re)connects (all nodes)
   uint64_t connection_failures = 0;
@@ -229,7 +231,8 @@ class RemoteLimiter final : public RateLimiter {
   // unavailable -> that status (Unavailable, DeadlineExceeded), counted in
   // Stats().release_failures: the lease stays held on the server until its ttl ends it (a
   // Lease's Release() then returns false). A malformed id, or one issued for another key ->
-  // InvalidArgument (the server's error). Not retried and not covered by wait_for_replicas: a
+  // InvalidArgument (the server's error; an empty id or one over 128 bytes is refused without
+  // asking). Not retried and not covered by wait_for_replicas: a
   // lost release only holds a slot until the ttl, never grants one too many.
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id) override;
 
