@@ -1,12 +1,13 @@
 // rl::RemoteLimiter in cluster mode against a real Redis Cluster of 3 masters + 3 replicas, every
 // node loading rl.so (tests/support's harness, loopback ports <= 55535): slots computed as the
 // server computes them, checks routed to the key's master, one count per key shared by two
-// client instances, CheckMany split by node, the HTTP example on the cluster, ASK during a slot
-// migration, hung nodes costing one timeout and only their keys, a reshard and a failover of every
-// master during traffic (no answered count lost, keys at their limit still denied, the map current
-// afterwards, no reconnect storm), kill -9 of a master with wait_for_replicas (what WAIT
-// acknowledged survives), and a killed master without a replica (its keys decided by their
-// FailureMode, or by the local fallback at a share of their limits; the others answered).
+// client instances, CheckMany split by node, leases, refunds and charges on the key's master, the
+// HTTP example on the cluster, ASK during a slot migration, hung nodes costing one timeout and
+// only their keys, a reshard and a failover of every master during traffic (no answered count lost,
+// keys at their limit still denied, the map current afterwards, no reconnect storm), kill -9 of a
+// master with wait_for_replicas (what WAIT acknowledged survives), and a killed master without a
+// replica (its keys decided by their FailureMode, or by the local fallback at a share of their
+// limits; the others answered).
 //
 // One cluster serves every test, in this order (the last ones kill nodes), so this binary runs
 // as a single ctest test. Timeouts are generous (a loaded 2-core machine); nothing is timed.
@@ -26,6 +27,7 @@
 #include "cluster_protocol.h"
 #include "http_client.h"
 #include "redis_harness.h"
+#include "rl/lease.h"
 #include "rl/limit.h"
 #include "rl/remote_limiter.h"
 
@@ -359,6 +361,53 @@ TEST_F(ClusterLimiterTest, ServerPoliciesOnEveryMaster) {
       EXPECT_EQ(d->allowed, i < 2) << key << " " << i;
       EXPECT_EQ(d->limit, 2);
     }
+  }
+}
+
+// Issue 16 on the cluster: a lease lives on its key's master (RL.ACQUIRE and RL.RELEASE go to the
+// slot's owner, so a lease's destructor releases it there, whichever node seeded the client), two
+// clients share its slots, and refunds and charges settle the key's count on its master.
+TEST_F(ClusterLimiterTest, LeasesRefundsAndChargesOnTheKeysMaster) {
+  auto a = Connect({&cluster_->node(0)});
+  auto b = Connect({&cluster_->node(cluster_->size() - 1), &cluster_->node(1)});
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->Ping().ok());
+  const Policy jobs = MakePolicy("jobs", "CONCURRENCY 1 LEASE 1m FIXED_WINDOW 100 1h");
+  const Policy tokens = MakePolicy("tokens", "FIXED_WINDOW 100 1h");
+  for (const std::string key : {"a", "b", "c"}) {  // one per master
+    {
+      absl::StatusOr<Lease> held = a->Acquire(jobs, key);
+      ASSERT_TRUE(held.ok()) << key << ": " << held.status();
+      EXPECT_TRUE(held->held()) << key;
+      EXPECT_EQ(held->decision().decided_by, DecidedBy::kLimiter);
+      absl::StatusOr<Lease> busy = b->Acquire(jobs, key);
+      ASSERT_TRUE(busy.ok()) << key << ": " << busy.status();
+      EXPECT_FALSE(busy->held()) << key;
+      EXPECT_FALSE(busy->decision().allowed) << key;
+    }  // released on the key's master
+    absl::StatusOr<Lease> again = b->Acquire(jobs, key);
+    ASSERT_TRUE(again.ok()) << key << ": " << again.status();
+    EXPECT_TRUE(again->held()) << key;
+    const std::string id = again->Detach();
+    absl::StatusOr<bool> released = a->Release(key, id);  // by id, from the other client
+    ASSERT_TRUE(released.ok()) << key << ": " << released.status();
+    EXPECT_TRUE(*released) << key;
+
+    absl::StatusOr<Decision> d = a->Check(tokens, key, 30);
+    ASSERT_TRUE(d.ok()) << key << ": " << d.status();
+    d = b->Refund(tokens, key, 10);
+    ASSERT_TRUE(d.ok()) << key << ": " << d.status();
+    EXPECT_EQ(d->remaining, 80) << key;
+    d = a->Charge(tokens, key, 90);
+    ASSERT_TRUE(d.ok()) << key << ": " << d.status();
+    EXPECT_FALSE(d->allowed) << key;  // 110 of 100: in debt
+    EXPECT_EQ(d->remaining, 0) << key;
+  }
+  for (RemoteLimiter* client : {a.get(), b.get()}) {
+    const RemoteLimiterStats stats = client->Stats();
+    EXPECT_EQ(stats.failed_open + stats.failed_closed + stats.settles_lost, 0u);
+    EXPECT_EQ(stats.release_failures, 0u);
+    EXPECT_EQ(stats.server_errors, 0u);
   }
 }
 
