@@ -134,7 +134,9 @@ Limiter::Impl::Impl(LimiterOptions options)
   if (shards == 0) shards = std::clamp<size_t>(RoundUpPow2(max_keys / 4096), 1, kDefaultShards);
   shards = RoundUpPow2(std::clamp<size_t>(shards, 1, kMaxShards));
   shard_mask_ = shards - 1;
-  max_keys_per_shard_ = std::max<size_t>(1, (max_keys + shards - 1) / shards);
+  // Rounded up without (max_keys + shards - 1), which wraps for a bound near SIZE_MAX and left one
+  // key per shard (issue 10 item 2).
+  max_keys_per_shard_ = std::max<size_t>(1, max_keys / shards + (max_keys % shards != 0));
   max_bytes_per_shard_ =
       options.max_memory_bytes > 0 ? std::max<size_t>(1, options.max_memory_bytes / shards) : 0;
   overflow_ = options.overflow;
