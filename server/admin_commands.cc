@@ -339,6 +339,13 @@ std::string HumanBytes(uint64_t n) {
 // megabytes built on an I/O thread while its other clients wait. /metrics has them all.
 constexpr size_t kInfoMaxPolicyLines = 100;
 
+// `<field>:checks=..,allowed=..,denied=..,shadow_denied=..,near_limit=..`
+void WriteCountersLine(std::string_view field, const PolicyCounters& c, std::string* out) {
+  fmt::format_to(std::back_inserter(*out),
+                 "{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n", field,
+                 c.checks, c.allowed, c.denied, c.shadow_denied, c.near_limit);
+}
+
 // The policy_<name> lines of the busiest policies (most checks), in name order, then how many
 // were left out. Linear in the number of policies: no sort of them all.
 void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& per_policy,
@@ -361,10 +368,7 @@ void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& pe
   auto o = std::back_inserter(*out);
   for (const auto* row : rows) {
     const PolicyCounters& c = row->second;
-    // "" counts inline limits, as policy "(inline)".
-    fmt::format_to(o, "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
-                   row->first.empty() ? "(inline)" : row->first, c.checks, c.allowed, c.denied,
-                   c.shadow_denied, c.near_limit);
+    WriteCountersLine("policy_" + row->first, c, out);
   }
   if (shown < per_policy.size()) {
     fmt::format_to(o, "policy_lines_omitted:{}\r\n", per_policy.size() - shown);
@@ -422,13 +426,12 @@ void Info(CommandContext& ctx) {
   if (want("persistence")) out += PersistenceInfo(st) + "\r\n";
   if (want("stats")) {
     uint64_t commands = 0;
-    absl::flat_hash_map<std::string, PolicyCounters> per_policy;
-    PolicyCounters total;  // deleted policies' counts stay in the totals
+    CheckCounters checks;
     for (const auto& ws : st.worker_stats) {
       commands += ws->commands();
-      ws->AddTo(&per_policy, &total);
+      ws->AddTo(&checks);
     }
-    for (const auto& [name, c] : per_policy) total.Add(c);
+    const PolicyCounters total = checks.Total();  // deleted policies' counts stay in the totals
     fmt::format_to(o,
                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
                    "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
@@ -444,7 +447,10 @@ void Info(CommandContext& ctx) {
                    st.global.query_limit_disconnects.load(), ls.evictions, ls.expired,
                    ls.overflows, total.checks, total.allowed, total.denied, total.shadow_denied,
                    total.near_limit);
-    WritePolicyLines(per_policy, &out);
+    // Internal users of the engine have fields of their own: no policy name can take them.
+    WriteCountersLine("inline_limits", checks.inline_limits, &out);
+    WriteCountersLine("cl_throttle", checks.throttle, &out);
+    WritePolicyLines(checks.per_policy, &out);
     out.append("\r\n");
   }
   if (want("keyspace")) {

@@ -24,9 +24,6 @@ using command::Request;
 using command::ThrottleRequest;
 using command::Verb;
 
-// Statistics label of CL.THROTTLE's checks.
-constexpr std::string_view kThrottleLabel = "cl.throttle";
-
 // The Engine rl-server runs commands on: the shared limiter, each decision counted per policy
 // (the engine's own answer, before shadow mode turns a denial into an allowance).
 class ServerEngine {
@@ -36,7 +33,8 @@ class ServerEngine {
   absl::StatusOr<Decision> Check(const Request& r) {
     absl::StatusOr<Decision> d = engine_.Check(r);
     if (d.ok()) {
-      ctx_.stats.RecordCheck(r.scope, d->allowed, r.shadow && !d->allowed, d->limit, d->remaining);
+      ctx_.stats.RecordCheck(KindOf(r), r.scope, d->allowed, r.shadow && !d->allowed, d->limit,
+                             d->remaining);
     }
     return d;
   }
@@ -49,7 +47,8 @@ class ServerEngine {
     absl::StatusOr<Acquired> a = engine_.Acquire(r);
     if (a.ok()) {
       const Decision& d = a->decision;
-      ctx_.stats.RecordCheck(r.scope, d.allowed, r.shadow && !d.allowed, d.limit, d.remaining);
+      ctx_.stats.RecordCheck(KindOf(r), r.scope, d.allowed, r.shadow && !d.allowed, d.limit,
+                             d.remaining);
     }
     return a;
   }
@@ -57,13 +56,19 @@ class ServerEngine {
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     absl::StatusOr<Decision> d = engine_.Throttle(t);
     if (d.ok()) {
-      ctx_.stats.RecordCheck(kThrottleLabel, d->allowed, false, t.limit.capacity(), d->remaining);
+      ctx_.stats.RecordCheck(CheckKind::kThrottle, {}, d->allowed, false, t.limit.capacity(),
+                             d->remaining);
     }
     return d;
   }
   int64_t WallNowMs() { return engine_.WallNowMs(); }
 
  private:
+  // Statistics are kept by kind, so a policy named like an internal user has its own counters.
+  static CheckKind KindOf(const Request& r) {
+    return r.scope == command::kInlineScope ? CheckKind::kInline : CheckKind::kPolicy;
+  }
+
   CommandContext& ctx_;
   command::LimiterEngine engine_;
 };

@@ -242,6 +242,28 @@ TEST_F(RlCommandsTest, ClThrottleReadmeExample) {
   EXPECT_TRUE(c.Call({"CL.THROTTLE", "k", "1", "0", "3"}).is_error());
 }
 
+// Issue 10 item 8: a policy named like CL.THROTTLE's or inline limits' labels has state of its
+// own: the internal scopes are empty or hold a space, which no policy name can.
+TEST_F(RlCommandsTest, PolicyNamedClThrottleHasItsOwnState) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "cl.throttle", "GCRA", "30", "60s", "BURST", "16"}).str,
+            "OK");
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "(inline)", "GCRA", "30", "60s", "BURST", "16"}).str, "OK");
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "same", "15", "30", "60"}).Ints()[2], 15);
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "same", "15", "30", "60"}).Ints()[2], 14);
+  EXPECT_EQ(c.Call({"RL.CHECK", "same", "GCRA", "30", "60s", "BURST", "16"}).Ints()[2], 15);
+  EXPECT_EQ(c.Call({"RL.CHECK", "same", "POLICY", "cl.throttle"}).Ints()[2], 15)
+      << "the policy does not see CL.THROTTLE's state";
+  EXPECT_EQ(c.Call({"RL.CHECK", "same", "POLICY", "(inline)"}).Ints()[2], 15)
+      << "nor inline limits' state";
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "same", "15", "30", "60"}).Ints()[2], 13)
+      << "nor CL.THROTTLE the policy's";
+  EXPECT_TRUE(
+      c.Call({"RL.POLICY", "SET", "cl.throttle (redis-cell)", "GCRA", "1", "1m"}).is_error());
+  EXPECT_TRUE(c.Call({"RL.CHECK", "same", "POLICY", "cl.throttle (redis-cell)", "GCRA", "1", "1m"})
+                  .is_error());
+}
+
 // redis-cell's rate limiter cases (limit 5 = max_burst 4, one per second) at one instant, and
 // its end-to-end test (max_burst 0, 1 per 2 s): limited, then allowed after retry_after.
 TEST_F(RlCommandsTest, ClThrottleRedisCellCases) {
