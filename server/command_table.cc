@@ -6,7 +6,6 @@
 #include <string>
 
 #include "server_state.h"
-#include "snapshot.h"
 
 namespace rl::server {
 namespace {
@@ -139,10 +138,26 @@ void AddHelpRows(std::vector<CommandSpec>* rows) {
 
 }  // namespace
 
-CommandTable::CommandTable() {
-  AddAdminCommands(&rows_);
-  AddRlCommands(&rows_);
-  AddPersistenceCommands(&rows_);
+ArgDoc Arg(std::string name, std::string type, uint8_t flags, std::string token) {
+  return ArgDoc{std::move(name), std::move(type), std::move(token), flags, {}};
+}
+
+CommandSpec Row(std::string_view group, std::string name, int arity, uint32_t flags,
+                Handler handler, std::string summary, std::string since, std::vector<ArgDoc> args) {
+  CommandSpec spec;
+  spec.name = std::move(name);
+  spec.arity = arity;
+  spec.flags = flags;
+  spec.handler = handler;
+  spec.group = std::string(group);
+  spec.summary = std::move(summary);
+  spec.since = std::move(since);
+  spec.complexity = "O(1)";
+  spec.arguments = std::move(args);
+  return spec;
+}
+
+CommandTable::CommandTable(std::vector<CommandSpec> rows) : rows_(std::move(rows)) {
   AddHelpRows(&rows_);
   std::sort(rows_.begin(), rows_.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });

@@ -87,10 +87,17 @@ struct CommandSpec {
   std::vector<CommandSpec> subcommands;  // dispatched by the second argument
 };
 
+// Builders of rows and argument docs. A row's complexity is O(1) unless set after.
+ArgDoc Arg(std::string name, std::string type, uint8_t flags = 0, std::string token = "");
+CommandSpec Row(std::string_view group, std::string name, int arity, uint32_t flags,
+                Handler handler, std::string summary, std::string since,
+                std::vector<ArgDoc> args = {});
+
 class CommandTable {
  public:
-  // Rows registered by each command family.
-  CommandTable();
+  // The table of `rows` (each family's, see command_families.h), with a generated HELP subcommand
+  // for every container that has none.
+  explicit CommandTable(std::vector<CommandSpec> rows);
 
   // Lookup by name, case-insensitively; null when unknown. No allocation.
   const CommandSpec* Find(std::string_view name) const;
@@ -108,10 +115,6 @@ class CommandTable {
   std::vector<CommandSpec> rows_;
   absl::flat_hash_map<std::string, const CommandSpec*> by_name_;
 };
-
-// Registration of the command families (each in its own .cc).
-void AddAdminCommands(std::vector<CommandSpec>* rows);
-void AddRlCommands(std::vector<CommandSpec>* rows);
 
 // Lower-cases `name` into `buf` (of `cap` bytes); returns the view, or empty when too long.
 std::string_view LowerInto(std::string_view name, char* buf, size_t cap);

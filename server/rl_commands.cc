@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "command_families.h"
 #include "command_table.h"
 #include "rl/command/commands.h"
 #include "rl/command/docs.h"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client_registry.h"
+#include "command_families.h"
 #include "command_table.h"
 #include "config.h"
 #include "policies.h"
@@ -23,7 +24,7 @@ struct ServerState {
   ServerConfig config;
   std::unique_ptr<rl::Limiter> limiter;
   PolicyStore policies;
-  CommandTable commands;
+  CommandTable commands{ServerCommandRows()};
   ClientRegistry clients;  // every connection's session, for CLIENT LIST
   GlobalStats global;
   std::vector<std::unique_ptr<WorkerStats>> worker_stats;  // one per I/O thread
