@@ -191,38 +191,13 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* spec = state.commands.Find(args[0]);
-  if (spec == nullptr) {
-    WriteUnknownCommand(writer_, args);
-    return;
-  }
-  // Redis's order: unknown command, then arity, then authentication.
-  int n = static_cast<int>(args.size());
-  if ((spec->arity > 0 && n != spec->arity) || (spec->arity < 0 && n < -spec->arity)) {
-    WriteWrongArity(writer_, spec->name);
-    return;
-  }
-  if (!session_.authenticated && !(spec->flags & kCmdNoAuth)) {
-    writer_.Error("NOAUTH Authentication required.");
-    return;
-  }
-  if (!spec->subcommands.empty() && spec->handler == nullptr) {
-    const CommandSpec* sub = CommandTable::FindSub(*spec, args[1]);
-    if (sub == nullptr) {
-      WriteUnknownSubcommand(writer_, args[1], spec->name);
-      return;
-    }
-    if ((sub->arity > 0 && n != sub->arity) || (sub->arity < 0 && n < -sub->arity)) {
-      WriteWrongArity(writer_, sub->name);
-      return;
-    }
-    spec = sub;
-  }
+  const CommandSpec* spec = state.commands.Resolve(args, session_.authenticated, writer_);
+  if (spec == nullptr) return;
   session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats};
   spec->handler(ctx);
-  stats.RecordLatency(spec->group == "rl" ? kFamilyRl : kFamilyOther);
+  stats.RecordLatency(spec->family);
   if (session_.authenticated != was_authenticated) UpdateParserLimits();
   if (session_.close_after_reply) read_closed_ = true;
 }

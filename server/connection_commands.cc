@@ -226,23 +226,6 @@ void ClientList(CommandContext& ctx) {
 
 void ClientOk(CommandContext& ctx) { ctx.w.SimpleString("OK"); }
 
-void ClientHelp(CommandContext& ctx) {
-  // clang-format off
-  static constexpr std::string_view kLines[] = {
-      "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-      "GETNAME", "    Return the name of the current connection.",
-      "ID", "    Return the ID of the current connection.",
-      "INFO", "    Return information about the current client connection.",
-      "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
-      "    Return information about client connections (all of them unless filtered).",
-      "SETNAME <name>", "    Assign the name <name> to the current connection.",
-      "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-      "HELP", "    Print this help."};
-  // clang-format on
-  ctx.w.ArrayHeader(std::size(kLines));
-  for (std::string_view line : kLines) ctx.w.SimpleString(line);
-}
-
 void Quit(CommandContext& ctx) {
   ctx.w.SimpleString("OK");
   ctx.session.close_after_reply = true;
@@ -317,9 +300,28 @@ void AddConnectionCommands(std::vector<CommandSpec>* rows) {
     client.subcommands.push_back(Row(g, "client|no-touch", 3, kCmdFast, ClientOk,
                                      "Accepted for compatibility; no effect.", "7.2.0",
                                      {Arg("enabled", "string")}));
-    client.subcommands.push_back(Row(g, "client|help", 2, kCmdFast, ClientHelp,
+    client.subcommands.push_back(Row(g, "client|help", 2, kCmdFast, WriteHelp,
                                      "Returns helpful text about the different subcommands.",
                                      "5.0.0"));
+    // CLIENT HELP in Redis's words (the usage when it reads better than the generated one).
+    static constexpr std::string_view kHelp[][3] = {
+        {"client|setname", "SETNAME <name>", "Assign the name <name> to the current connection."},
+        {"client|getname", "", "Return the name of the current connection."},
+        {"client|id", "", "Return the ID of the current connection."},
+        {"client|setinfo", "SETINFO <LIB-NAME|LIB-VER> <value>",
+         "Set client library name or version."},
+        {"client|info", "", "Return information about the current client connection."},
+        {"client|list", "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+         "Return information about client connections (all of them unless filtered)."},
+        {"client|no-evict", "NO-EVICT (ON|OFF)", ""},
+        {"client|no-touch", "NO-TOUCH (ON|OFF)", ""}};
+    for (CommandSpec& sub : client.subcommands) {
+      for (const auto& [name, usage, text] : kHelp) {
+        if (sub.name != name) continue;
+        sub.help_usage = usage;
+        sub.help_summary = text;
+      }
+    }
     rows->push_back(std::move(client));
   }
   rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale, Quit,

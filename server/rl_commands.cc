@@ -165,19 +165,14 @@ uint32_t FlagsFor(uint32_t doc_flags) {
          ((doc_flags & command::kDocFast) ? kCmdFast : 0u);
 }
 
-// A command table row from the shared docs, with this server's handler.
+// A command table row from the shared docs, with this server's handler. RL.POLICY HELP stays
+// the shared command::HelpLines (its handler above), so both front ends print the same help.
 CommandSpec RowFrom(const command::CommandDoc& doc) {
-  CommandSpec spec;
-  spec.name = doc.name;
-  spec.arity = doc.arity;
-  spec.flags = FlagsFor(doc.flags);
-  spec.handler = HandlerFor(doc.name);
+  CommandSpec spec = Row("rl", doc.name, doc.arity, FlagsFor(doc.flags), HandlerFor(doc.name),
+                         doc.summary, doc.since, doc.arguments);
   spec.first_key = doc.first_key;
-  spec.group = "rl";
-  spec.summary = doc.summary;
-  spec.since = doc.since;
   spec.complexity = doc.complexity;
-  spec.arguments = doc.arguments;
+  spec.family = kFamilyRl;
   for (const command::CommandDoc& sub : doc.subcommands) spec.subcommands.push_back(RowFrom(sub));
   return spec;
 }

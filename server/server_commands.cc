@@ -22,82 +22,54 @@
 namespace rl::server {
 namespace {
 
-void Command(CommandContext& ctx) {
-  const auto& rows = ctx.state.commands.rows();
-  auto& args = ctx.args;
-  if (args.size() == 1) {
-    ctx.w.ArrayHeader(rows.size());
-    for (const CommandSpec& row : rows) CommandTable::WriteInfo(ctx.w, row);
+// COMMAND with no subcommand, and COMMAND INFO: every row's info, or the named ones'.
+void CommandInfo(CommandContext& ctx) {
+  const CommandTable& table = ctx.state.commands;
+  if (ctx.args.size() <= 2) {
+    ctx.w.ArrayHeader(table.rows().size());
+    for (const CommandSpec& row : table.rows()) CommandTable::WriteInfo(ctx.w, row);
     return;
   }
-  std::string_view sub = args[1];
-  if (EqualsLower(sub, "count")) {
-    if (args.size() != 2) return WriteWrongArity(ctx.w, "command|count");
-    return ctx.w.Integer(static_cast<int64_t>(rows.size()));
+  ctx.w.ArrayHeader(ctx.args.size() - 2);
+  for (size_t i = 2; i < ctx.args.size(); ++i) {
+    const CommandSpec* spec = table.Find(ctx.args[i]);
+    if (spec == nullptr) {
+      ctx.w.NullArray();
+    } else {
+      CommandTable::WriteInfo(ctx.w, *spec);
+    }
   }
-  if (EqualsLower(sub, "list")) {
-    ctx.w.ArrayHeader(rows.size());
-    for (const CommandSpec& row : rows) ctx.w.Bulk(row.name);
-    return;
-  }
-  if (EqualsLower(sub, "info")) {
-    if (args.size() == 2) {
-      ctx.w.ArrayHeader(rows.size());
-      for (const CommandSpec& row : rows) CommandTable::WriteInfo(ctx.w, row);
-      return;
-    }
-    ctx.w.ArrayHeader(args.size() - 2);
-    for (size_t i = 2; i < args.size(); ++i) {
-      const CommandSpec* spec = ctx.state.commands.Find(args[i]);
-      if (spec == nullptr) {
-        ctx.w.NullArray();
-      } else {
-        CommandTable::WriteInfo(ctx.w, *spec);
-      }
-    }
-    return;
-  }
-  if (EqualsLower(sub, "docs")) {
-    if (args.size() == 2) {
-      ctx.w.MapHeader(rows.size());
-      for (const CommandSpec& row : rows) {
-        ctx.w.Bulk(row.name);
-        CommandTable::WriteDocs(ctx.w, row);
-      }
-      return;
-    }
-    // Unknown names are left out, as Redis does.
-    std::vector<const CommandSpec*> found;
-    for (size_t i = 2; i < args.size(); ++i) {
-      if (const CommandSpec* spec = ctx.state.commands.Find(args[i])) found.push_back(spec);
-    }
-    ctx.w.MapHeader(found.size());
-    for (const CommandSpec* spec : found) {
-      ctx.w.Bulk(spec->name);
-      CommandTable::WriteDocs(ctx.w, *spec);
+}
+
+void CommandCount(CommandContext& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.state.commands.rows().size()));
+}
+
+void CommandList(CommandContext& ctx) {
+  ctx.w.ArrayHeader(ctx.state.commands.rows().size());
+  for (const CommandSpec& row : ctx.state.commands.rows()) ctx.w.Bulk(row.name);
+}
+
+void CommandDocs(CommandContext& ctx) {
+  const CommandTable& table = ctx.state.commands;
+  if (ctx.args.size() == 2) {
+    ctx.w.MapHeader(table.rows().size());
+    for (const CommandSpec& row : table.rows()) {
+      ctx.w.Bulk(row.name);
+      CommandTable::WriteDocs(ctx.w, row);
     }
     return;
   }
-  if (EqualsLower(sub, "help")) {
-    static constexpr std::string_view kLines[] = {
-        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "(no subcommand)",
-        "    Return details about all commands.",
-        "COUNT",
-        "    Return the total number of commands in this server.",
-        "LIST",
-        "    Return a list of all commands in this server.",
-        "INFO [<command-name> ...]",
-        "    Return details about multiple commands.",
-        "DOCS [<command-name> ...]",
-        "    Return documentation details about multiple commands.",
-        "HELP",
-        "    Print this help."};
-    ctx.w.ArrayHeader(std::size(kLines));
-    for (std::string_view line : kLines) ctx.w.SimpleString(line);
-    return;
+  // Unknown names are left out, as Redis does.
+  std::vector<const CommandSpec*> found;
+  for (size_t i = 2; i < ctx.args.size(); ++i) {
+    if (const CommandSpec* spec = table.Find(ctx.args[i])) found.push_back(spec);
   }
-  WriteUnknownSubcommand(ctx.w, sub, "command");
+  ctx.w.MapHeader(found.size());
+  for (const CommandSpec* spec : found) {
+    ctx.w.Bulk(spec->name);
+    CommandTable::WriteDocs(ctx.w, *spec);
+  }
 }
 
 int64_t ResidentBytes() {
@@ -282,15 +254,6 @@ void ConfigReadOnly(CommandContext& ctx) {
       "SIGHUP to reload policies");
 }
 
-void ConfigHelp(CommandContext& ctx) {
-  static constexpr std::string_view kLines[] = {
-      "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>",
-      "    Return parameters matching the glob-like <pattern> and their values.", "HELP",
-      "    Print this help."};
-  ctx.w.ArrayHeader(std::size(kLines));
-  for (std::string_view line : kLines) ctx.w.SimpleString(line);
-}
-
 void Time(CommandContext& ctx) {
   using namespace std::chrono;
   int64_t us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
@@ -311,20 +274,27 @@ void DbSize(CommandContext& ctx) {
 void AddServerCommands(std::vector<CommandSpec>* rows) {
   constexpr std::string_view g = "server";
   {
-    CommandSpec command = Row(g, "command", -1, kCmdLoading | kCmdStale, Command,
+    // The HELP texts are Redis's.
+    CommandSpec command = Row(g, "command", -1, kCmdLoading | kCmdStale, CommandInfo,
                               "Returns detailed information about all commands.", "2.8.13");
-    command.subcommands.push_back(Row(g, "command|count", 2, kCmdLoading | kCmdStale, nullptr,
-                                      "Returns a count of commands.", "2.8.13"));
-    command.subcommands.push_back(
-        Row(g, "command|docs", -2, kCmdLoading | kCmdStale, nullptr,
-            "Returns documentary information about commands.", "7.0.0",
-            {Arg("command-name", "string", kArgOptional | kArgMultiple)}));
-    command.subcommands.push_back(
-        Row(g, "command|info", -2, kCmdLoading | kCmdStale, nullptr,
-            "Returns information about commands.", "2.8.13",
-            {Arg("command-name", "string", kArgOptional | kArgMultiple)}));
-    command.subcommands.push_back(Row(g, "command|list", -2, kCmdLoading | kCmdStale, nullptr,
-                                      "Returns a list of command names.", "7.0.0"));
+    command.help_summary = "Return details about all commands.";
+    CommandSpec count = Row(g, "command|count", 2, kCmdLoading | kCmdStale, CommandCount,
+                            "Returns a count of commands.", "2.8.13");
+    count.help_summary = "Return the total number of commands in this server.";
+    CommandSpec docs = Row(g, "command|docs", -2, kCmdLoading | kCmdStale, CommandDocs,
+                           "Returns documentary information about commands.", "7.0.0",
+                           {Arg("command-name", "string", kArgOptional | kArgMultiple)});
+    docs.help_usage = "DOCS [<command-name> ...]";
+    docs.help_summary = "Return documentation details about multiple commands.";
+    CommandSpec info = Row(g, "command|info", -2, kCmdLoading | kCmdStale, CommandInfo,
+                           "Returns information about commands.", "2.8.13",
+                           {Arg("command-name", "string", kArgOptional | kArgMultiple)});
+    info.help_usage = "INFO [<command-name> ...]";
+    info.help_summary = "Return details about multiple commands.";
+    CommandSpec list = Row(g, "command|list", -2, kCmdLoading | kCmdStale, CommandList,
+                           "Returns a list of command names.", "7.0.0");
+    list.help_summary = "Return a list of all commands in this server.";
+    command.subcommands = {std::move(count), std::move(docs), std::move(info), std::move(list)};
     rows->push_back(std::move(command));
   }
   rows->push_back(Row(g, "info", -1, kCmdLoading | kCmdStale, Info,
@@ -334,9 +304,12 @@ void AddServerCommands(std::vector<CommandSpec>* rows) {
   {
     CommandSpec config =
         Row(g, "config", -2, 0, nullptr, "A container for server configuration commands.", "2.0.0");
-    config.subcommands.push_back(Row(g, "config|get", -3, kCmdLoading | kCmdStale, ConfigGet,
-                                     "Returns the effective values of configuration parameters.",
-                                     "2.0.0", {Arg("parameter", "pattern", kArgMultiple)}));
+    CommandSpec get = Row(g, "config|get", -3, kCmdLoading | kCmdStale, ConfigGet,
+                          "Returns the effective values of configuration parameters.", "2.0.0",
+                          {Arg("parameter", "pattern", kArgMultiple)});
+    get.help_usage = "GET <pattern>";  // Redis's HELP text
+    get.help_summary = "Return parameters matching the glob-like <pattern> and their values.";
+    config.subcommands.push_back(std::move(get));
     config.subcommands.push_back(Row(g, "config|set", -4, kCmdAdmin, ConfigReadOnly,
                                      "Not supported: the configuration is read-only.", "2.0.0",
                                      {Arg("parameter", "string"), Arg("value", "string")}));
@@ -344,7 +317,7 @@ void AddServerCommands(std::vector<CommandSpec>* rows) {
         Row(g, "config|resetstat", 2, kCmdAdmin, ConfigReadOnly, "Not supported.", "2.0.0"));
     config.subcommands.push_back(
         Row(g, "config|rewrite", 2, kCmdAdmin, ConfigReadOnly, "Not supported.", "2.8.0"));
-    config.subcommands.push_back(Row(g, "config|help", 2, kCmdLoading | kCmdStale, ConfigHelp,
+    config.subcommands.push_back(Row(g, "config|help", 2, kCmdLoading | kCmdStale, WriteHelp,
                                      "Returns helpful text about the different subcommands.",
                                      "5.0.0"));
     rows->push_back(std::move(config));
