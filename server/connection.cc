@@ -42,7 +42,7 @@ Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
   ServerState& state = worker_->state();
   session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
   session_.authenticated = state.config.requirepass.empty();
-  session_.created_ms = SteadyNowMs();
+  session_.created_ms = state.clock->NowMs();
   session_.last_active_ms.store(session_.created_ms, std::memory_order_relaxed);
   session_.fd = socket_.native_handle();
   boost::system::error_code ec;
@@ -111,7 +111,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
     if (!write_in_flight_ && out_.empty()) CloseNow();
     return;
   }
-  session_.last_active_ms.store(SteadyNowMs(), std::memory_order_relaxed);
+  session_.last_active_ms.store(worker_->state().clock->NowMs(), std::memory_order_relaxed);
   in_end_ += n;
   if (!ProcessInput()) return;
   MaybeWrite();

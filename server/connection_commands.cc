@@ -181,7 +181,7 @@ void ClientSetInfo(CommandContext& ctx) {
 
 void ClientInfo(CommandContext& ctx) {
   std::string line;
-  AppendClientLine(ctx.session, SteadyNowMs(), &line);
+  AppendClientLine(ctx.session, ctx.state.clock->NowMs(), &line);
   ctx.w.Verbatim("txt", line);
 }
 
@@ -214,7 +214,7 @@ void ClientList(CommandContext& ctx) {
   }
   std::string out;
   if (!none) {
-    const int64_t now = SteadyNowMs();
+    const int64_t now = ctx.state.clock->NowMs();
     ctx.state.clients.ForEach([&](const ClientSession& s) {
       if (ids.empty() || std::find(ids.begin(), ids.end(), s.id) != ids.end()) {
         AppendClientLine(s, now, &out);

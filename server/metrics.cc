@@ -121,7 +121,7 @@ std::string RenderMetrics(const ServerState& st) {
   Family(&out, "rl_commands_processed_total", "counter", "Commands executed.");
   Sample(&out, "rl_commands_processed_total", commands);
   Family(&out, "rl_uptime_seconds", "gauge", "Seconds since the server started.");
-  Sample(&out, "rl_uptime_seconds", (SteadyNowMs() - st.start_steady_ms) / 1000);
+  Sample(&out, "rl_uptime_seconds", (st.clock->NowMs() - st.start_steady_ms) / 1000);
 
   Family(&out, "rl_command_duration_seconds", "histogram",
          "Command processing time (parsing and execution, without network I/O) by family: rl = "

@@ -143,7 +143,7 @@ void Info(CommandContext& ctx) {
   };
   std::string out;
   auto o = std::back_inserter(out);
-  int64_t uptime_s = (SteadyNowMs() - st.start_steady_ms) / 1000;
+  int64_t uptime_s = (st.clock->NowMs() - st.start_steady_ms) / 1000;
   if (want("server")) {
     fmt::format_to(o,
                    "# Server\r\nredis_version:{}\r\nrl_version:{}\r\nredis_mode:standalone\r\n"
@@ -254,6 +254,8 @@ void ConfigReadOnly(CommandContext& ctx) {
       "SIGHUP to reload policies");
 }
 
+// TIME is the one read of the system clock outside ServerState::clock: it answers in
+// microseconds, finer than rl::Clock's milliseconds.
 void Time(CommandContext& ctx) {
   using namespace std::chrono;
   int64_t us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();

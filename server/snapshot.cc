@@ -24,11 +24,6 @@ int64_t ThreadCpuUs() {
   return int64_t{ts.tv_sec} * 1'000'000 + ts.tv_nsec / 1000;
 }
 
-int64_t WallMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
                                                                start)
@@ -108,8 +103,8 @@ absl::Status Snapshotter::Load() {
   Log(fmt::format(
       "loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
       "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
-      path, kept, in_file, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000, read_us / 1000,
-      (us - read_us) / 1000, cpu_us / 1000));
+      path, kept, in_file, restore.size(), state_->clock->WallMs() - snap.saved_wall_ms, us / 1000,
+      read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
   // What is in memory now is what was saved then: LASTSAVE (and INFO's last save time) report
   // that save rather than "never", so a monitor of save age sees the true age after a restart.
@@ -144,7 +139,7 @@ absl::Status Snapshotter::Save() {
   std::string engine, prefix, suffix;
   absl::Status st = state_->limiter->ExportState(&engine, &states);
   if (st.ok()) {
-    EncodeSnapshot(WallMs(), states, policies, engine, &prefix, &suffix);
+    EncodeSnapshot(state_->clock->WallMs(), states, policies, engine, &prefix, &suffix);
     st = WriteFileDurably(path, {prefix, engine, suffix});
   }
   int64_t us = MicrosSince(started);
@@ -157,7 +152,7 @@ absl::Status Snapshotter::Save() {
     return st;
   }
   ++stats_.saves;
-  stats_.last_save_wall_ms = WallMs();
+  stats_.last_save_wall_ms = state_->clock->WallMs();
   stats_.last_save_duration_us = us;
   stats_.last_save_keys = states;
   stats_.last_save_policies = policies.size();
