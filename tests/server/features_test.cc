@@ -1,7 +1,7 @@
 // RL.REFUND, RL.CHARGE, BLOCK and RL.ACQUIRE / RL.RELEASE against the real rl-server: 8 clients
-// racing for 3 leases, the LLM-tokens flow (check an
-// estimate, then charge or refund), a login block, bad input that changes nothing, COMMAND DOCS
-// rows, and blocks and leases that survive a restart through the snapshot.
+// racing for 3 leases, the LLM-tokens flow (check an estimate, then charge or refund), a login
+// block, bad input that changes nothing, COMMAND DOCS rows, and blocks and leases that survive a
+// restart through the snapshot. (Leases ending after their ttl: handlers_test.cc.)
 #include <gtest/gtest.h>
 
 #include <atomic>
