@@ -6,7 +6,6 @@
 #include <string>
 
 #include "server_state.h"
-#include "snapshot.h"
 
 namespace rl::server {
 namespace {
@@ -87,22 +86,55 @@ std::string Upper(std::string_view text) {
   return out;
 }
 
-// "<PARENT> HELP" for a container whose rows have no help of their own: Redis's layout (a title,
-// then per subcommand its syntax and its summary indented by four), built from the same rows as
-// COMMAND DOCS, so it lists exactly what the server dispatches.
-void GeneratedHelp(CommandContext& ctx) {
+// Adds "<parent>|help" to every container that lacks one.
+void AddHelpRows(std::vector<CommandSpec>* rows) {
+  for (CommandSpec& row : *rows) {
+    if (row.subcommands.empty()) continue;
+    bool has_help = false;
+    for (const CommandSpec& sub : row.subcommands) {
+      has_help |= sub.name.size() == row.name.size() + 5 && sub.name.ends_with("|help");
+    }
+    if (has_help) continue;
+    CommandSpec help;
+    help.name = row.name;
+    help.name.append("|help");
+    help.arity = 2;
+    help.flags = kCmdLoading | kCmdStale;
+    help.handler = WriteHelp;
+    help.group = row.group;
+    help.summary = "Returns helpful text about the different subcommands.";
+    help.since = row.since;
+    help.complexity = "O(1)";
+    row.subcommands.push_back(std::move(help));
+  }
+}
+
+}  // namespace
+
+void WriteHelp(CommandContext& ctx) {
   const CommandSpec* parent = ctx.state.commands.Find(ctx.args[0]);
   if (parent == nullptr) return WriteSyntaxError(ctx.w);
+  auto text = [](const CommandSpec& row) {
+    std::string line = "    ";
+    if (row.handler == WriteHelp) return line.append("Print this help.");
+    return line.append(row.help_summary.empty() ? row.summary : row.help_summary);
+  };
   std::vector<std::string> lines;
   lines.push_back(Upper(parent->name));
   lines.back().append(" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  if (parent->handler != nullptr) {  // runs with no subcommand too
+    lines.emplace_back("(no subcommand)");
+    lines.push_back(text(*parent));
+  }
   std::vector<const ArgDoc*> blocks;
   for (const CommandSpec& sub : parent->subcommands) {
-    std::string line = Upper(std::string_view(sub.name).substr(sub.name.find('|') + 1));
-    for (const ArgDoc& arg : sub.arguments) line.append(" ").append(Syntax(arg, &blocks));
+    std::string line = sub.help_usage;
+    if (line.empty()) {
+      line = Upper(std::string_view(sub.name).substr(sub.name.find('|') + 1));
+      for (const ArgDoc& arg : sub.arguments) line.append(" ").append(Syntax(arg, &blocks));
+    }
     lines.push_back(std::move(line));
-    lines.emplace_back("    ");
-    lines.back().append(sub.handler == GeneratedHelp ? "Print this help." : sub.summary);
+    lines.push_back(text(sub));
   }
   for (size_t i = 0; i < blocks.size(); ++i) {  // Syntax may add nested blocks as it goes
     std::string line = "<";
@@ -114,35 +146,26 @@ void GeneratedHelp(CommandContext& ctx) {
   for (const std::string& line : lines) ctx.w.SimpleString(line);
 }
 
-// Adds "<parent>|help" to every container that lacks one.
-void AddHelpRows(std::vector<CommandSpec>* rows) {
-  for (CommandSpec& row : *rows) {
-    if (row.subcommands.empty() || row.handler != nullptr) continue;  // COMMAND helps itself
-    bool has_help = false;
-    for (const CommandSpec& sub : row.subcommands) {
-      has_help |= sub.name.size() == row.name.size() + 5 && sub.name.ends_with("|help");
-    }
-    if (has_help) continue;
-    CommandSpec help;
-    help.name = row.name;
-    help.name.append("|help");
-    help.arity = 2;
-    help.flags = kCmdLoading | kCmdStale;
-    help.handler = GeneratedHelp;
-    help.group = row.group;
-    help.summary = "Returns helpful text about the different subcommands.";
-    help.since = row.since;
-    help.complexity = "O(1)";
-    row.subcommands.push_back(std::move(help));
-  }
+ArgDoc Arg(std::string name, std::string type, uint8_t flags, std::string token) {
+  return ArgDoc{std::move(name), std::move(type), std::move(token), flags, {}};
 }
 
-}  // namespace
+CommandSpec Row(std::string_view group, std::string name, int arity, uint32_t flags,
+                Handler handler, std::string summary, std::string since, std::vector<ArgDoc> args) {
+  CommandSpec spec;
+  spec.name = std::move(name);
+  spec.arity = arity;
+  spec.flags = flags;
+  spec.handler = handler;
+  spec.group = std::string(group);
+  spec.summary = std::move(summary);
+  spec.since = std::move(since);
+  spec.complexity = "O(1)";
+  spec.arguments = std::move(args);
+  return spec;
+}
 
-CommandTable::CommandTable() {
-  AddAdminCommands(&rows_);
-  AddRlCommands(&rows_);
-  AddPersistenceCommands(&rows_);
+CommandTable::CommandTable(std::vector<CommandSpec> rows) : rows_(std::move(rows)) {
   AddHelpRows(&rows_);
   std::sort(rows_.begin(), rows_.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
@@ -155,6 +178,42 @@ const CommandSpec* CommandTable::Find(std::string_view name) const {
   if (lower.empty()) return nullptr;
   auto it = by_name_.find(absl::string_view(lower.data(), lower.size()));
   return it == by_name_.end() ? nullptr : it->second;
+}
+
+namespace {
+bool ArityOk(const CommandSpec& spec, size_t n) {
+  const int64_t args = static_cast<int64_t>(n);
+  return spec.arity > 0 ? args == spec.arity : args >= -int64_t{spec.arity};
+}
+}  // namespace
+
+const CommandSpec* CommandTable::Resolve(absl::Span<const std::string_view> args,
+                                         bool authenticated, resp::Writer& w) const {
+  const CommandSpec* spec = Find(args[0]);
+  if (spec == nullptr) {
+    WriteUnknownCommand(w, args);
+    return nullptr;
+  }
+  // Redis's order: unknown command, then arity, then authentication.
+  if (!ArityOk(*spec, args.size())) {
+    WriteWrongArity(w, spec->name);
+    return nullptr;
+  }
+  if (!authenticated && !(spec->flags & kCmdNoAuth)) {
+    w.Error("NOAUTH Authentication required.");
+    return nullptr;
+  }
+  if (spec->subcommands.empty() || args.size() < 2) return spec;  // arity keeps containers at 2+
+  const CommandSpec* sub = FindSub(*spec, args[1]);
+  if (sub == nullptr) {
+    WriteUnknownSubcommand(w, args[1], spec->name);
+    return nullptr;
+  }
+  if (!ArityOk(*sub, args.size())) {
+    WriteWrongArity(w, sub->name);
+    return nullptr;
+  }
+  return sub;
 }
 
 const CommandSpec* CommandTable::FindSub(const CommandSpec& parent, std::string_view name) {

@@ -15,6 +15,7 @@
 #include "absl/types/span.h"
 #include "resp/writer.h"
 #include "rl/command/docs.h"
+#include "stats.h"
 
 namespace rl::server {
 
@@ -84,16 +85,39 @@ struct CommandSpec {
   std::string since;
   std::string complexity;
   std::vector<ArgDoc> arguments;
-  std::vector<CommandSpec> subcommands;  // dispatched by the second argument
+  // Dispatched by the second argument. A container with a handler of its own (COMMAND) runs it
+  // when called with no subcommand.
+  std::vector<CommandSpec> subcommands;
+  CommandFamily family = kFamilyOther;  // which latency histogram the command counts in
+  // HELP's lines for this row when not generated: the usage (default: the subcommand's name and
+  // its argument syntax) and the text (default: `summary`), for Redis's wording.
+  std::string help_usage;
+  std::string help_summary;
 };
+
+// "<CONTAINER> HELP": Redis's layout (a title, then per subcommand its usage and its text
+// indented by four) generated from the container's rows, so it lists what the server dispatches.
+void WriteHelp(CommandContext& ctx);
+
+// Builders of rows and argument docs. A row's complexity is O(1) unless set after.
+ArgDoc Arg(std::string name, std::string type, uint8_t flags = 0, std::string token = "");
+CommandSpec Row(std::string_view group, std::string name, int arity, uint32_t flags,
+                Handler handler, std::string summary, std::string since,
+                std::vector<ArgDoc> args = {});
 
 class CommandTable {
  public:
-  // Rows registered by each command family.
-  CommandTable();
+  // The table of `rows` (each family's, see command_families.h), with a generated HELP subcommand
+  // for every container that has none.
+  explicit CommandTable(std::vector<CommandSpec> rows);
 
   // Lookup by name, case-insensitively; null when unknown. No allocation.
   const CommandSpec* Find(std::string_view name) const;
+  // The row that runs `args` (a subcommand's for a container), checked in Redis's order: unknown
+  // command, arity, authentication, unknown subcommand, the subcommand's arity. Null after
+  // writing the error reply when it may not run.
+  const CommandSpec* Resolve(absl::Span<const std::string_view> args, bool authenticated,
+                             resp::Writer& w) const;
   // A subcommand of `parent` by its second argument; null when unknown.
   static const CommandSpec* FindSub(const CommandSpec& parent, std::string_view name);
 
@@ -108,10 +132,6 @@ class CommandTable {
   std::vector<CommandSpec> rows_;
   absl::flat_hash_map<std::string, const CommandSpec*> by_name_;
 };
-
-// Registration of the command families (each in its own .cc).
-void AddAdminCommands(std::vector<CommandSpec>* rows);
-void AddRlCommands(std::vector<CommandSpec>* rows);
 
 // Lower-cases `name` into `buf` (of `cap` bytes); returns the view, or empty when too long.
 std::string_view LowerInto(std::string_view name, char* buf, size_t cap);

@@ -42,7 +42,7 @@ Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
   ServerState& state = worker_->state();
   session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
   session_.authenticated = state.config.requirepass.empty();
-  session_.created_ms = SteadyNowMs();
+  session_.created_ms = state.clock->NowMs();
   session_.last_active_ms.store(session_.created_ms, std::memory_order_relaxed);
   session_.fd = socket_.native_handle();
   boost::system::error_code ec;
@@ -111,7 +111,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
     if (!write_in_flight_ && out_.empty()) CloseNow();
     return;
   }
-  session_.last_active_ms.store(SteadyNowMs(), std::memory_order_relaxed);
+  session_.last_active_ms.store(worker_->state().clock->NowMs(), std::memory_order_relaxed);
   in_end_ += n;
   if (!ProcessInput()) return;
   MaybeWrite();
@@ -191,38 +191,13 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* spec = state.commands.Find(args[0]);
-  if (spec == nullptr) {
-    WriteUnknownCommand(writer_, args);
-    return;
-  }
-  // Redis's order: unknown command, then arity, then authentication.
-  int n = static_cast<int>(args.size());
-  if ((spec->arity > 0 && n != spec->arity) || (spec->arity < 0 && n < -spec->arity)) {
-    WriteWrongArity(writer_, spec->name);
-    return;
-  }
-  if (!session_.authenticated && !(spec->flags & kCmdNoAuth)) {
-    writer_.Error("NOAUTH Authentication required.");
-    return;
-  }
-  if (!spec->subcommands.empty() && spec->handler == nullptr) {
-    const CommandSpec* sub = CommandTable::FindSub(*spec, args[1]);
-    if (sub == nullptr) {
-      WriteUnknownSubcommand(writer_, args[1], spec->name);
-      return;
-    }
-    if ((sub->arity > 0 && n != sub->arity) || (sub->arity < 0 && n < -sub->arity)) {
-      WriteWrongArity(writer_, sub->name);
-      return;
-    }
-    spec = sub;
-  }
+  const CommandSpec* spec = state.commands.Resolve(args, session_.authenticated, writer_);
+  if (spec == nullptr) return;
   session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats};
   spec->handler(ctx);
-  stats.RecordLatency(spec->group == "rl" ? kFamilyRl : kFamilyOther);
+  stats.RecordLatency(spec->family);
   if (session_.authenticated != was_authenticated) UpdateParserLimits();
   if (session_.close_after_reply) read_closed_ = true;
 }

@@ -3,8 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
-#include <map>
+#include <vector>
 
 #include "rl/limiter.h"
 #include "server.h"
@@ -47,14 +48,20 @@ std::string EscapeLabelValue(std::string_view value) {
 }
 
 std::string RenderMetrics(const ServerState& st) {
-  std::map<std::string, PolicyCounters> per_policy;
+  CheckCounters checks;
   LatencySnapshot latency;
   uint64_t commands = 0;
   for (const auto& ws : st.worker_stats) {
     commands += ws->commands();
-    ws->AddTo(&per_policy);
+    ws->AddTo(&checks);
     ws->AddLatency(&latency);
   }
+  // Policies in name order, for a stable page.
+  std::vector<const std::pair<const std::string, PolicyCounters>*> policies;
+  policies.reserve(checks.per_policy.size());
+  for (const auto& entry : checks.per_policy) policies.push_back(&entry);
+  std::sort(policies.begin(), policies.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
   std::string out;
   auto o = std::back_inserter(out);
 
@@ -63,7 +70,7 @@ std::string RenderMetrics(const ServerState& st) {
     uint64_t PolicyCounters::*field;
   };
   static constexpr PerPolicy kPerPolicy[] = {
-      {"rl_checks_total", "Rate-limit checks (RL.CHECK, CL.THROTTLE) by policy.",
+      {"rl_checks_total", "Rate-limit checks (RL.CHECK, CL.THROTTLE) by kind and policy.",
        &PolicyCounters::checks},
       {"rl_allowed_total", "Checks answered allowed (shadow denials included) by policy.",
        &PolicyCounters::allowed},
@@ -76,10 +83,12 @@ std::string RenderMetrics(const ServerState& st) {
   };
   for (const PerPolicy& m : kPerPolicy) {
     Family(&out, m.name, "counter", m.help);
-    for (const auto& [name, c] : per_policy) {
-      // "" counts inline limits, shown as "(inline)" as in INFO.
-      fmt::format_to(o, "{}{{policy=\"{}\"}} {}\n", m.name,
-                     EscapeLabelValue(name.empty() ? "(inline)" : name), c.*m.field);
+    // `kind` keeps internal users apart from policies of any name.
+    fmt::format_to(o, "{}{{kind=\"inline\"}} {}\n", m.name, checks.inline_limits.*m.field);
+    fmt::format_to(o, "{}{{kind=\"cl.throttle\"}} {}\n", m.name, checks.throttle.*m.field);
+    for (const auto* row : policies) {
+      fmt::format_to(o, "{}{{kind=\"policy\",policy=\"{}\"}} {}\n", m.name,
+                     EscapeLabelValue(row->first), row->second.*m.field);
     }
   }
 
@@ -112,7 +121,7 @@ std::string RenderMetrics(const ServerState& st) {
   Family(&out, "rl_commands_processed_total", "counter", "Commands executed.");
   Sample(&out, "rl_commands_processed_total", commands);
   Family(&out, "rl_uptime_seconds", "gauge", "Seconds since the server started.");
-  Sample(&out, "rl_uptime_seconds", (SteadyNowMs() - st.start_steady_ms) / 1000);
+  Sample(&out, "rl_uptime_seconds", (st.clock->NowMs() - st.start_steady_ms) / 1000);
 
   Family(&out, "rl_command_duration_seconds", "histogram",
          "Command processing time (parsing and execution, without network I/O) by family: rl = "

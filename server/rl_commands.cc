@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "command_families.h"
 #include "command_table.h"
 #include "rl/command/commands.h"
 #include "rl/command/docs.h"
@@ -24,9 +25,6 @@ using command::Request;
 using command::ThrottleRequest;
 using command::Verb;
 
-// Statistics label of CL.THROTTLE's checks.
-constexpr std::string_view kThrottleLabel = "cl.throttle";
-
 // The Engine rl-server runs commands on: the shared limiter, each decision counted per policy
 // (the engine's own answer, before shadow mode turns a denial into an allowance).
 class ServerEngine {
@@ -36,7 +34,8 @@ class ServerEngine {
   absl::StatusOr<Decision> Check(const Request& r) {
     absl::StatusOr<Decision> d = engine_.Check(r);
     if (d.ok()) {
-      ctx_.stats.RecordCheck(r.scope, d->allowed, r.shadow && !d->allowed, d->limit, d->remaining);
+      ctx_.stats.RecordCheck(KindOf(r), r.scope, d->allowed, r.shadow && !d->allowed, d->limit,
+                             d->remaining);
     }
     return d;
   }
@@ -49,7 +48,8 @@ class ServerEngine {
     absl::StatusOr<Acquired> a = engine_.Acquire(r);
     if (a.ok()) {
       const Decision& d = a->decision;
-      ctx_.stats.RecordCheck(r.scope, d.allowed, r.shadow && !d.allowed, d.limit, d.remaining);
+      ctx_.stats.RecordCheck(KindOf(r), r.scope, d.allowed, r.shadow && !d.allowed, d.limit,
+                             d.remaining);
     }
     return a;
   }
@@ -57,13 +57,19 @@ class ServerEngine {
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     absl::StatusOr<Decision> d = engine_.Throttle(t);
     if (d.ok()) {
-      ctx_.stats.RecordCheck(kThrottleLabel, d->allowed, false, t.limit.capacity(), d->remaining);
+      ctx_.stats.RecordCheck(CheckKind::kThrottle, {}, d->allowed, false, t.limit.capacity(),
+                             d->remaining);
     }
     return d;
   }
   int64_t WallNowMs() { return engine_.WallNowMs(); }
 
  private:
+  // Statistics are kept by kind, so a policy named like an internal user has its own counters.
+  static CheckKind KindOf(const Request& r) {
+    return r.scope == command::kInlineScope ? CheckKind::kInline : CheckKind::kPolicy;
+  }
+
   CommandContext& ctx_;
   command::LimiterEngine engine_;
 };
@@ -159,19 +165,14 @@ uint32_t FlagsFor(uint32_t doc_flags) {
          ((doc_flags & command::kDocFast) ? kCmdFast : 0u);
 }
 
-// A command table row from the shared docs, with this server's handler.
+// A command table row from the shared docs, with this server's handler. RL.POLICY HELP stays
+// the shared command::HelpLines (its handler above), so both front ends print the same help.
 CommandSpec RowFrom(const command::CommandDoc& doc) {
-  CommandSpec spec;
-  spec.name = doc.name;
-  spec.arity = doc.arity;
-  spec.flags = FlagsFor(doc.flags);
-  spec.handler = HandlerFor(doc.name);
+  CommandSpec spec = Row("rl", doc.name, doc.arity, FlagsFor(doc.flags), HandlerFor(doc.name),
+                         doc.summary, doc.since, doc.arguments);
   spec.first_key = doc.first_key;
-  spec.group = "rl";
-  spec.summary = doc.summary;
-  spec.since = doc.since;
   spec.complexity = doc.complexity;
-  spec.arguments = doc.arguments;
+  spec.family = kFamilyRl;
   for (const command::CommandDoc& sub : doc.subcommands) spec.subcommands.push_back(RowFrom(sub));
   return spec;
 }

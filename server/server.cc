@@ -23,11 +23,6 @@ namespace rl::server {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-int64_t SteadyNowMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
-
 void LogLine(std::string_view message) {
   std::string stamp = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
   fmt::print(stderr, "{} rl-server: {}\n", stamp, message);
@@ -133,7 +128,7 @@ void Worker::ScheduleSweep() {
 
 void Worker::Sweep() {
   int64_t limit_ms = state_->config.timeout_s * 1000;
-  int64_t now = SteadyNowMs();
+  int64_t now = state_->clock->NowMs();
   // Closing only marks the socket; connections unregister later, from their handlers.
   for (Connection* conn : connections_) {
     if (now - conn->session().last_active_ms.load(std::memory_order_relaxed) > limit_ms) {
@@ -177,11 +172,12 @@ absl::Status Server::Start() {
   options.max_keys = c.max_keys;
   options.max_memory_bytes = c.max_memory;
   options.overflow = c.overflow;
+  options.clock = state_.clock;
   state_.limiter = std::make_unique<rl::Limiter>(options);
   absl::Status st = state_.policies.LoadFromConfig(c.policies);
   if (!st.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c.config_file,
                                                               ToStd(st.message())));
-  state_.start_steady_ms = SteadyNowMs();
+  state_.start_steady_ms = state_.clock->NowMs();
   state_.run_id = RandomRunId();
   for (int i = 0; i < c.threads; ++i) {
     state_.worker_stats.push_back(std::make_unique<WorkerStats>());

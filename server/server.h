@@ -108,9 +108,6 @@ inline constexpr int kShutdownGraceMs = 5000;
 // one client fits.
 absl::Status FitMaxClientsToFileLimit(ServerConfig* config);
 
-// Current steady-clock milliseconds (idle timeouts, uptime).
-int64_t SteadyNowMs();
-
 // Writes one log line to stderr, stamped with UTC wall time to the millisecond:
 // "2026-12-01T09:30:00.123Z rl-server: <message>". Under systemd the journal adds its own
 // stamp; run by hand or under another supervisor, this one is the only one.

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "client_registry.h"
+#include "command_families.h"
 #include "command_table.h"
 #include "config.h"
 #include "policies.h"
+#include "rl/clock.h"
 #include "rl/limiter.h"
 #include "stats.h"
 
@@ -21,15 +23,18 @@ class Snapshotter;
 
 struct ServerState {
   ServerConfig config;
+  // The only time source of the server (the limiter, uptimes, idle timeouts, CLIENT ages, TIME,
+  // snapshot stamps): tests give a ManualClock. Not owned.
+  rl::Clock* clock = rl::SteadyClock::Default();
   std::unique_ptr<rl::Limiter> limiter;
   PolicyStore policies;
-  CommandTable commands;
+  CommandTable commands{ServerCommandRows()};
   ClientRegistry clients;  // every connection's session, for CLIENT LIST
   GlobalStats global;
   std::vector<std::unique_ptr<WorkerStats>> worker_stats;  // one per I/O thread
   std::atomic<uint64_t> next_client_id{1};
   int port = 0;                // the port actually bound
-  int64_t start_steady_ms = 0;
+  int64_t start_steady_ms = 0;  // clock->NowMs() at start
   std::string run_id;          // 40 hex chars, as Redis
   Snapshotter* snapshotter = nullptr;  // owned by Server; null until Start
   int metrics_port = 0;        // the Prometheus port actually bound; 0 = off

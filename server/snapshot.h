@@ -2,8 +2,9 @@
 // one file periodically on a thread of its own and on SIGTERM/SIGINT, and loaded at start, so a
 // restart does not hand every client a fresh burst.
 //
-// The file's format is in snapshot_format.h. A save writes FILE.tmp, fsyncs it, renames it over
-// FILE and fsyncs the directory, so a crash at any point leaves the last good snapshot in place.
+// The file's format is in snapshot_format.h, its durable I/O (FILE.tmp, fsync, rename, fsync of
+// the directory: a crash leaves the last good snapshot) in snapshot_file.h, and SAVE, BGSAVE,
+// LASTSAVE and INFO persistence in persistence_commands.h.
 #pragma once
 
 #include <condition_variable>
@@ -21,10 +22,6 @@
 namespace rl::server {
 
 struct ServerState;
-struct CommandSpec;
-
-// Writes `parts` to path.tmp, fsyncs, renames over `path`, fsyncs the directory.
-absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts);
 
 // What INFO persistence and /metrics show.
 struct PersistenceStats {
@@ -89,11 +86,5 @@ class Snapshotter {
   bool save_requested_ = false;  // guarded by loop_mu_
   std::thread thread_;
 };
-
-// INFO's "# Persistence" section (without the trailing blank line).
-std::string PersistenceInfo(const ServerState& state);
-
-// SAVE, BGSAVE, LASTSAVE.
-void AddPersistenceCommands(std::vector<CommandSpec>* rows);
 
 }  // namespace rl::server

@@ -5,15 +5,21 @@
 
 namespace rl::server {
 
-void WorkerStats::RecordCheck(std::string_view policy, bool allowed, bool shadow, int64_t limit,
-                              int64_t remaining) {
+WorkerStats::Counters& WorkerStats::CountersFor(CheckKind kind, std::string_view policy) {
+  if (kind == CheckKind::kInline) return inline_limits_;
+  if (kind == CheckKind::kThrottle) return throttle_;
   absl::string_view name(policy.data(), policy.size());
   auto it = per_policy_.find(name);
   if (it == per_policy_.end()) {
     absl::MutexLock lock(&mu_);
     it = per_policy_.emplace(std::string(policy), std::make_unique<Counters>()).first;
   }
-  Counters& c = *it->second;
+  return *it->second;
+}
+
+void WorkerStats::RecordCheck(CheckKind kind, std::string_view policy, bool allowed, bool shadow,
+                              int64_t limit, int64_t remaining) {
+  Counters& c = CountersFor(kind, policy);
   Bump(c.checks);
   if (shadow) {
     Bump(c.shadow_denied);
@@ -37,21 +43,13 @@ void WorkerStats::RecordLatency(CommandFamily family, int64_t ns) {
   Bump(h.count);
 }
 
-namespace {
-
-template <typename Map, typename Source>
-void AddCounters(const Source& per_policy, Map* out) {
-  for (const auto& [name, c] : per_policy) {
-    PolicyCounters& o = (*out)[name];
-    o.checks += c->checks.load(std::memory_order_relaxed);
-    o.allowed += c->allowed.load(std::memory_order_relaxed);
-    o.denied += c->denied.load(std::memory_order_relaxed);
-    o.shadow_denied += c->shadow_denied.load(std::memory_order_relaxed);
-    o.near_limit += c->near_limit.load(std::memory_order_relaxed);
-  }
+void WorkerStats::AddCounters(const Counters& c, PolicyCounters* o) {
+  o->checks += c.checks.load(std::memory_order_relaxed);
+  o->allowed += c.allowed.load(std::memory_order_relaxed);
+  o->denied += c.denied.load(std::memory_order_relaxed);
+  o->shadow_denied += c.shadow_denied.load(std::memory_order_relaxed);
+  o->near_limit += c.near_limit.load(std::memory_order_relaxed);
 }
-
-}  // namespace
 
 void WorkerStats::Forget(const std::string& policy) {
   absl::MutexLock lock(&mu_);  // readers iterate under it
@@ -66,20 +64,12 @@ void WorkerStats::Forget(const std::string& policy) {
   per_policy_.erase(it);
 }
 
-void WorkerStats::AddTo(std::map<std::string, PolicyCounters>* out) const {
+void WorkerStats::AddTo(CheckCounters* out) const {
   absl::MutexLock lock(&mu_);
-  AddCounters(per_policy_, out);
-}
-
-void WorkerStats::AddTo(absl::flat_hash_map<std::string, PolicyCounters>* out,
-                        PolicyCounters* retired) const {
-  absl::MutexLock lock(&mu_);
-  AddCounters(per_policy_, out);
-  retired->checks += retired_.checks.load(std::memory_order_relaxed);
-  retired->allowed += retired_.allowed.load(std::memory_order_relaxed);
-  retired->denied += retired_.denied.load(std::memory_order_relaxed);
-  retired->shadow_denied += retired_.shadow_denied.load(std::memory_order_relaxed);
-  retired->near_limit += retired_.near_limit.load(std::memory_order_relaxed);
+  for (const auto& [name, c] : per_policy_) AddCounters(*c, &out->per_policy[name]);
+  AddCounters(inline_limits_, &out->inline_limits);
+  AddCounters(throttle_, &out->throttle);
+  AddCounters(retired_, &out->retired);
 }
 
 void WorkerStats::AddLatency(LatencySnapshot* out) const {

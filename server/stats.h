@@ -1,14 +1,14 @@
 // Server counters for INFO and /metrics: per I/O thread, so the hot path bumps relaxed atomics
 // owned by its thread (single writer: a load and a store, no locked instruction, no mutex);
-// readers sum the threads. Per-policy counters (checks/allowed/denied/...) are keyed by policy
-// name ("" = inline limits, "cl.throttle" = CL.THROTTLE).
+// readers sum the threads. Check counters (checks/allowed/denied/...) are kept by kind: inline
+// limits and CL.THROTTLE each have their own, and named policies are keyed by name, so no policy
+// name (not even "cl.throttle" or "(inline)") can share a line with an internal user.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +35,26 @@ struct PolicyCounters {
   }
 };
 
+// Who a rate-limit decision was for.
+enum class CheckKind : uint8_t { kInline, kThrottle, kPolicy };
+
+// Summed check counters of all threads, by kind.
+struct CheckCounters {
+  PolicyCounters inline_limits;  // RL.* commands with inline limits
+  PolicyCounters throttle;       // CL.THROTTLE
+  PolicyCounters retired;        // policies forgotten since (kept in the server-wide totals)
+  absl::flat_hash_map<std::string, PolicyCounters> per_policy;  // named policies
+
+  // Everything counted, retired policies included.
+  PolicyCounters Total() const {
+    PolicyCounters t = inline_limits;
+    t.Add(throttle);
+    t.Add(retired);
+    for (const auto& [name, c] : per_policy) t.Add(c);
+    return t;
+  }
+};
+
 // Command processing time (parse + execute, not I/O) by family: RL.* and CL.THROTTLE vs the rest.
 enum CommandFamily : int { kFamilyRl = 0, kFamilyOther = 1, kCommandFamilies = 2 };
 inline constexpr std::string_view kFamilyNames[kCommandFamilies] = {"rl", "other"};
@@ -54,10 +74,10 @@ struct LatencySnapshot {
 // Owned by one I/O thread; written only by it, read by INFO and /metrics from any thread.
 class WorkerStats {
  public:
-  // One rate-limit decision. `allowed` is the engine's answer, `shadow` whether a shadow policy
-  // turned a denial into an allow.
-  void RecordCheck(std::string_view policy, bool allowed, bool shadow, int64_t limit,
-                   int64_t remaining);
+  // One rate-limit decision. `policy` names the policy (kind kPolicy only), `allowed` is the
+  // engine's answer, `shadow` whether a shadow policy turned a denial into an allow.
+  void RecordCheck(CheckKind kind, std::string_view policy, bool allowed, bool shadow,
+                   int64_t limit, int64_t remaining);
   void RecordCommand() { Bump(commands_); }
   // Command latency with one clock read per command: a batch of pipelined commands starts the
   // clock (StartTiming), and each command's time runs from the end of the previous one (or the
@@ -78,10 +98,8 @@ class WorkerStats {
   // (so server-wide totals never go backwards). Owner thread only (the lookup in RecordCheck
   // takes no lock); the server posts it to every I/O thread when a policy goes.
   void Forget(const std::string& policy);
-  // Adds this worker's per-policy counters into *out.
-  void AddTo(std::map<std::string, PolicyCounters>* out) const;
-  // The same, and (in one consistent read) the counters of forgotten policies into *retired.
-  void AddTo(absl::flat_hash_map<std::string, PolicyCounters>* out, PolicyCounters* retired) const;
+  // Adds this worker's check counters into *out (in one consistent read).
+  void AddTo(CheckCounters* out) const;
   // Adds this worker's latency histograms into *out.
   void AddLatency(LatencySnapshot* out) const;
 
@@ -98,6 +116,8 @@ class WorkerStats {
   static void Bump(std::atomic<uint64_t>& a, uint64_t n = 1) {
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  static void AddCounters(const Counters& c, PolicyCounters* o);
+  Counters& CountersFor(CheckKind kind, std::string_view policy);
 
   static int64_t NowNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -111,7 +131,8 @@ class WorkerStats {
   // takes it only to insert a new name; readers take it to iterate.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Counters>> per_policy_;
-  Counters retired_;  // written by the owner thread only
+  Counters inline_limits_, throttle_;  // written by the owner thread only
+  Counters retired_;                   // written by the owner thread only
   std::array<Histogram, kCommandFamilies> latency_;
 };
 

@@ -1,7 +1,7 @@
 // RL.REFUND, RL.CHARGE, BLOCK and RL.ACQUIRE / RL.RELEASE against the real rl-server: 8 clients
-// racing for 3 leases, abandoned leases ending by themselves, the LLM-tokens flow (check an
-// estimate, then charge or refund), a login block, bad input that changes nothing, COMMAND DOCS
-// rows, and blocks and leases that survive a restart through the snapshot.
+// racing for 3 leases, the LLM-tokens flow (check an estimate, then charge or refund), a login
+// block, bad input that changes nothing, COMMAND DOCS rows, and blocks and leases that survive a
+// restart through the snapshot. (Leases ending after their ttl: handlers_test.cc.)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -61,15 +61,7 @@ TEST_F(FeaturesTest, EightClientsThreeLeases) {
   EXPECT_EQ(c.Call({"RL.RELEASE", "race", *ids.begin()}).integer, 0);
 }
 
-TEST_F(FeaturesTest, AbandonedLeasesEndAfterTheirTtl) {
-  RespClient c(port());
-  const Cmd acquire = {"RL.ACQUIRE", "abandoned", "CONCURRENCY", "2", "LEASE", "300ms"};
-  ASSERT_EQ(c.Call(acquire).elements[0].integer, 1);
-  ASSERT_EQ(c.Call(acquire).elements[0].integer, 1);
-  EXPECT_EQ(c.Call(acquire).elements[0].integer, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // longer than the ttl
-  EXPECT_EQ(c.Call(acquire).elements[0].integer, 1) << "the holders died; their leases ended";
-}
+// Abandoned leases ending after their ttl: handlers_test.cc, on a manual clock.
 
 // "At most 3 exports at once and 20 per hour", and RESP3's lease field.
 TEST_F(FeaturesTest, AcquireWithRateLimitsAndResp3) {

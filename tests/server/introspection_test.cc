@@ -1,9 +1,11 @@
 // What the real server says about itself: a deleted policy's statistics go with it (on every I/O
 // thread, totals kept), INFO's per-policy lines are bounded (the busiest shown, the rest
-// counted), RL.POLICY HELP answers with help lines, and CLIENT LIST lists every connected client
+// counted), RL.POLICY HELP answers with help lines, every container's HELP lists what the
+// command table dispatches, and CLIENT LIST lists every connected client
 // of every I/O thread in Redis's format.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -137,6 +139,65 @@ TEST(IntrospectionTest, RlPolicyHelpAnswersWithHelpLines) {
   Reply docs = c.Call({"COMMAND", "DOCS", "rl.policy"});
   ASSERT_NE(docs.Get("rl.policy"), nullptr);
   EXPECT_NE(docs.Get("rl.policy")->Get("subcommands")->Get("rl.policy|help"), nullptr);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// Every container's HELP comes from the command table (issue 13 item 5): it lists each
+// subcommand COMMAND DOCS lists, in the table's order, with Redis's wording where the rows carry
+// it. (Before, CLIENT, CONFIG and COMMAND HELP were hand-written lists that left out CLIENT
+// NO-EVICT/NO-TOUCH and CONFIG SET/RESETSTAT/REWRITE, and COMMAND had no help row in its docs.)
+TEST(IntrospectionTest, HelpListsWhatTheTableDispatches) {
+  ServerProcess server;
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  for (const std::string container : {"client", "config", "command", "rl.policy"}) {
+    std::string upper = container;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    Reply help = c.Call({upper, "HELP"});
+    ASSERT_EQ(help.type, '*') << container << ": " << help.str;
+    std::vector<std::string> lines;
+    for (const Reply& line : help.elements) lines.push_back(line.str);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines[0], upper + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    Reply docs = c.Call({"COMMAND", "DOCS", container});
+    const Reply* subs = docs.Get(container) ? docs.Get(container)->Get("subcommands") : nullptr;
+    ASSERT_NE(subs, nullptr) << container;
+    size_t at = 1;  // the subcommands appear in the table's order, each followed by its text
+    for (size_t i = 0; i + 1 < subs->elements.size(); i += 2) {
+      std::string name = subs->elements[i].str.substr(container.size() + 1);
+      for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      while (at < lines.size() && lines[at].rfind(name, 0) != 0) ++at;
+      ASSERT_LT(at + 1, lines.size()) << container << " HELP lacks " << name;
+      EXPECT_EQ(lines[at + 1].rfind("    ", 0), 0u) << lines[at + 1];
+    }
+  }
+  Reply client = c.Call({"CLIENT", "HELP"});
+  ASSERT_EQ(client.elements.size(), 19u);
+  EXPECT_EQ(client.elements[1].str, "SETNAME <name>");
+  EXPECT_EQ(client.elements[2].str, "    Assign the name <name> to the current connection.");
+  EXPECT_EQ(client.elements[13].str, "NO-EVICT (ON|OFF)");
+  EXPECT_EQ(client.elements[14].str, "    Accepted for compatibility; no effect.");
+  EXPECT_EQ(client.elements[18].str, "    Print this help.");
+  Reply command = c.Call({"COMMAND", "HELP"});
+  ASSERT_EQ(command.elements.size(), 13u);
+  EXPECT_EQ(command.elements[1].str, "(no subcommand)");
+  EXPECT_EQ(command.elements[2].str, "    Return details about all commands.");
+  EXPECT_EQ(command.elements[5].str, "DOCS [<command-name> ...]");
+  Reply config = c.Call({"CONFIG", "HELP"});
+  ASSERT_EQ(config.elements.size(), 11u);
+  EXPECT_EQ(config.elements[1].str, "GET <pattern>");
+  EXPECT_EQ(config.elements[3].str, "SET <parameter> <value>");
+  // The COMMAND subcommands dispatch through the table, arity included.
+  EXPECT_EQ(c.Call({"COMMAND", "COUNT", "x"}).str,
+            "ERR wrong number of arguments for 'command|count' command");
+  EXPECT_EQ(c.Call({"COMMAND", "HELP", "x"}).str,
+            "ERR wrong number of arguments for 'command|help' command");
+  EXPECT_EQ(c.Call({"COMMAND", "NOPE"}).str, "ERR unknown subcommand 'NOPE'. Try COMMAND HELP.");
+  EXPECT_EQ(c.Call({"COMMAND", "COUNT"}).integer,
+            static_cast<int64_t>(c.Call({"COMMAND", "LIST"}).elements.size()));
+  Reply docs = c.Call({"COMMAND", "DOCS", "command"});
+  ASSERT_NE(docs.Get("command"), nullptr);
+  EXPECT_NE(docs.Get("command")->Get("subcommands")->Get("command|help"), nullptr);
   EXPECT_EQ(server.Terminate(), 0);
 }
 

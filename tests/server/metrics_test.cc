@@ -1,8 +1,8 @@
 // Metrics of the real server: the Prometheus endpoint (--metrics-port) is scraped over a raw
 // socket and its counters move with traffic (per-policy decisions, near-limit, shadow denials,
-// keys, clients, latency histograms); label values are escaped; INFO shows the same per-policy
-// counters; shadow policies from the config file and RL.POLICY SET allow, report
-// shadow_denied in RESP3 and count.
+// keys, clients, latency histograms) by kind (inline, cl.throttle, policy); label values are
+// escaped; INFO shows the same counters; policies named like internal kinds are kept apart; shadow
+// policies from the config file and RL.POLICY SET allow, report shadow_denied in RESP3 and count.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -110,7 +110,7 @@ class MetricsTest : public ::testing::Test {
 
 TEST_F(MetricsTest, CountersMoveWithTraffic) {
   auto before = Scrape();
-  EXPECT_EQ(before.count("rl_checks_total{policy=\"strict\"}"), 0u);
+  EXPECT_EQ(before.count("rl_checks_total{kind=\"policy\",policy=\"strict\"}"), 0u);
   EXPECT_EQ(before["rl_keys"], 0);
   for (const char* family :
        {"rl_checks_total counter", "rl_allowed_total counter", "rl_denied_total counter",
@@ -135,18 +135,18 @@ TEST_F(MetricsTest, CountersMoveWithTraffic) {
   c.Call({"CL.THROTTLE", "cell", "0", "1", "60"});
 
   auto after = Scrape();
-  EXPECT_EQ(after["rl_checks_total{policy=\"strict\"}"], 7);
-  EXPECT_EQ(after["rl_allowed_total{policy=\"strict\"}"], 5);
-  EXPECT_EQ(after["rl_denied_total{policy=\"strict\"}"], 2);
-  EXPECT_EQ(after["rl_near_limit_total{policy=\"strict\"}"], 1);
-  EXPECT_EQ(after["rl_shadow_denied_total{policy=\"strict\"}"], 0);
-  EXPECT_EQ(after["rl_checks_total{policy=\"trial\"}"], 4);
-  EXPECT_EQ(after["rl_allowed_total{policy=\"trial\"}"], 4);
-  EXPECT_EQ(after["rl_denied_total{policy=\"trial\"}"], 0);
-  EXPECT_EQ(after["rl_shadow_denied_total{policy=\"trial\"}"], 3);
-  EXPECT_EQ(after["rl_checks_total{policy=\"(inline)\"}"], 3);
-  EXPECT_EQ(after["rl_checks_total{policy=\"cl.throttle\"}"], 2);
-  EXPECT_EQ(after["rl_denied_total{policy=\"cl.throttle\"}"], 1);
+  EXPECT_EQ(after["rl_checks_total{kind=\"policy\",policy=\"strict\"}"], 7);
+  EXPECT_EQ(after["rl_allowed_total{kind=\"policy\",policy=\"strict\"}"], 5);
+  EXPECT_EQ(after["rl_denied_total{kind=\"policy\",policy=\"strict\"}"], 2);
+  EXPECT_EQ(after["rl_near_limit_total{kind=\"policy\",policy=\"strict\"}"], 1);
+  EXPECT_EQ(after["rl_shadow_denied_total{kind=\"policy\",policy=\"strict\"}"], 0);
+  EXPECT_EQ(after["rl_checks_total{kind=\"policy\",policy=\"trial\"}"], 4);
+  EXPECT_EQ(after["rl_allowed_total{kind=\"policy\",policy=\"trial\"}"], 4);
+  EXPECT_EQ(after["rl_denied_total{kind=\"policy\",policy=\"trial\"}"], 0);
+  EXPECT_EQ(after["rl_shadow_denied_total{kind=\"policy\",policy=\"trial\"}"], 3);
+  EXPECT_EQ(after["rl_checks_total{kind=\"inline\"}"], 3);
+  EXPECT_EQ(after["rl_checks_total{kind=\"cl.throttle\"}"], 2);
+  EXPECT_EQ(after["rl_denied_total{kind=\"cl.throttle\"}"], 1);
   EXPECT_EQ(after["rl_keys"], 4);
   EXPECT_GT(after["rl_memory_bytes"], 0);
   EXPECT_EQ(after["rl_connected_clients"], 1);
@@ -176,11 +176,19 @@ TEST_F(MetricsTest, CountersMoveWithTraffic) {
   EXPECT_NE(info.find("policy_trial:checks=4,allowed=4,denied=0,shadow_denied=3"),
             std::string::npos)
       << info;
+  EXPECT_NE(info.find("inline_limits:checks=3,allowed=3,denied=0,shadow_denied=0,near_limit=0"),
+            std::string::npos)
+      << info;
+  EXPECT_NE(info.find("cl_throttle:checks=2,allowed=1,denied=1,shadow_denied=0,near_limit=1"),
+            std::string::npos)
+      << info;
+  EXPECT_EQ(info.find("policy_(inline)"), std::string::npos) << info;
+  EXPECT_EQ(info.find("policy_cl.throttle"), std::string::npos) << info;
   EXPECT_NE(c.Call({"INFO"}).str.find("# Persistence"), std::string::npos);
 
   // The counters keep moving.
   c.Call({"RL.CHECK", "tenant", "POLICY", "strict"});
-  EXPECT_EQ(Scrape()["rl_denied_total{policy=\"strict\"}"], 3);
+  EXPECT_EQ(Scrape()["rl_denied_total{kind=\"policy\",policy=\"strict\"}"], 3);
 }
 
 // At --max-keys with every state at its limit, new keys overflow (fail-open by default).
@@ -225,13 +233,39 @@ TEST_F(MetricsTest, ShadowDenialsInRepliesAndMetrics) {
   EXPECT_EQ(c.Call({"RL.CHECK", "t", "POLICY", "trial"}).Get("shadow_denied")->integer, 1);
 
   auto m = Scrape();
-  EXPECT_EQ(m["rl_checks_total{policy=\"canary\"}"], 6);
-  EXPECT_EQ(m["rl_shadow_denied_total{policy=\"canary\"}"], 3);
-  EXPECT_EQ(m["rl_denied_total{policy=\"canary\"}"], 0);
-  EXPECT_EQ(m["rl_shadow_denied_total{policy=\"trial\"}"], 1);
+  EXPECT_EQ(m["rl_checks_total{kind=\"policy\",policy=\"canary\"}"], 6);
+  EXPECT_EQ(m["rl_shadow_denied_total{kind=\"policy\",policy=\"canary\"}"], 3);
+  EXPECT_EQ(m["rl_denied_total{kind=\"policy\",policy=\"canary\"}"], 0);
+  EXPECT_EQ(m["rl_shadow_denied_total{kind=\"policy\",policy=\"trial\"}"], 1);
   // Peeks are not checks.
   c.Call({"RL.PEEK", "k", "POLICY", "canary"});
-  EXPECT_EQ(Scrape()["rl_checks_total{policy=\"canary\"}"], 6);
+  EXPECT_EQ(Scrape()["rl_checks_total{kind=\"policy\",policy=\"canary\"}"], 6);
+}
+
+// Policies named like the internal users of the engine (issue 10 item 8) get lines and counts of
+// their own, apart from inline limits and CL.THROTTLE.
+TEST_F(MetricsTest, PoliciesNamedLikeInternalKindsAreKeptApart) {
+  RespClient c(server_->port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "cl.throttle", "GCRA", "5", "1m"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "(inline)", "GCRA", "5", "1m"}).str, "OK");
+  for (int i = 0; i < 3; ++i) c.Call({"RL.CHECK", "k", "POLICY", "cl.throttle"});
+  for (int i = 0; i < 4; ++i) c.Call({"RL.CHECK", "k", "POLICY", "(inline)"});
+  c.Call({"CL.THROTTLE", "k", "0", "1", "60"});
+  c.Call({"RL.CHECK", "k", "GCRA", "5", "1m"});
+  c.Call({"RL.CHECK", "k", "GCRA", "5", "1m"});
+
+  auto m = Scrape();
+  EXPECT_EQ(m["rl_checks_total{kind=\"policy\",policy=\"cl.throttle\"}"], 3) << last_body_;
+  EXPECT_EQ(m["rl_checks_total{kind=\"policy\",policy=\"(inline)\"}"], 4) << last_body_;
+  EXPECT_EQ(m["rl_checks_total{kind=\"cl.throttle\"}"], 1) << last_body_;
+  EXPECT_EQ(m["rl_checks_total{kind=\"inline\"}"], 2) << last_body_;
+
+  std::string info = c.Call({"INFO", "stats"}).str;
+  EXPECT_NE(info.find("policy_cl.throttle:checks=3,"), std::string::npos) << info;
+  EXPECT_NE(info.find("policy_(inline):checks=4,"), std::string::npos) << info;
+  EXPECT_NE(info.find("cl_throttle:checks=1,"), std::string::npos) << info;
+  EXPECT_NE(info.find("inline_limits:checks=2,"), std::string::npos) << info;
+  EXPECT_NE(info.find("rl_checks:10\r\n"), std::string::npos) << info;
 }
 
 TEST_F(MetricsTest, LabelValuesAreEscaped) {
@@ -239,7 +273,7 @@ TEST_F(MetricsTest, LabelValuesAreEscaped) {
   ASSERT_EQ(c.Call({"RL.POLICY", "SET", "we\"ird\\name", "GCRA", "5", "1m"}).str, "OK");
   c.Call({"RL.CHECK", "k", "POLICY", "we\"ird\\name"});
   auto m = Scrape();
-  EXPECT_EQ(m["rl_checks_total{policy=\"we\\\"ird\\\\name\"}"], 1) << last_body_;
+  EXPECT_EQ(m["rl_checks_total{kind=\"policy\",policy=\"we\\\"ird\\\\name\"}"], 1) << last_body_;
 }
 
 TEST_F(MetricsTest, HttpEdges) {

@@ -23,7 +23,7 @@ struct SeedCase {
 class SeedScenarioTest : public RlCommandsTest, public ::testing::WithParamInterface<SeedCase> {};
 
 // Limit 5, 8 parallel clients: exactly 5 allowed, 3 denied with a positive retry-after; another
-// key is unaffected; after the retry-after the next call passes.
+// key is unaffected. (Recovery after the retry-after: handlers_test.cc, on a manual clock.)
 TEST_P(SeedScenarioTest, FiveOfEightThenRecovers) {
   const std::string algorithm = GetParam().algorithm;
   const std::string key = "seed:" + algorithm;
@@ -64,11 +64,8 @@ TEST_P(SeedScenarioTest, FiveOfEightThenRecovers) {
   Reply other = client.Call({"RL.CHECK", key + ":other", algorithm, "5", "1s"});
   ASSERT_EQ(other.type, '*');
   EXPECT_EQ(other.elements[0].integer, 1) << "another key is unaffected";
-
-  std::this_thread::sleep_for(std::chrono::milliseconds(max_retry + 20));
-  Reply after = client.Call(cmd);
-  ASSERT_EQ(after.type, '*');
-  EXPECT_EQ(after.elements[0].integer, 1) << algorithm << ": passes after retry-after";
+  // Passing again after the retry-after is handlers_test.cc's (a manual clock, no sleep).
+  EXPECT_GT(max_retry, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, SeedScenarioTest,
@@ -242,8 +239,30 @@ TEST_F(RlCommandsTest, ClThrottleReadmeExample) {
   EXPECT_TRUE(c.Call({"CL.THROTTLE", "k", "1", "0", "3"}).is_error());
 }
 
+// Issue 10 item 8: a policy named like CL.THROTTLE's or inline limits' labels has state of its
+// own: the internal scopes are empty or hold a space, which no policy name can.
+TEST_F(RlCommandsTest, PolicyNamedClThrottleHasItsOwnState) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "cl.throttle", "GCRA", "30", "60s", "BURST", "16"}).str,
+            "OK");
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "(inline)", "GCRA", "30", "60s", "BURST", "16"}).str, "OK");
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "same", "15", "30", "60"}).Ints()[2], 15);
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "same", "15", "30", "60"}).Ints()[2], 14);
+  EXPECT_EQ(c.Call({"RL.CHECK", "same", "GCRA", "30", "60s", "BURST", "16"}).Ints()[2], 15);
+  EXPECT_EQ(c.Call({"RL.CHECK", "same", "POLICY", "cl.throttle"}).Ints()[2], 15)
+      << "the policy does not see CL.THROTTLE's state";
+  EXPECT_EQ(c.Call({"RL.CHECK", "same", "POLICY", "(inline)"}).Ints()[2], 15)
+      << "nor inline limits' state";
+  EXPECT_EQ(c.Call({"CL.THROTTLE", "same", "15", "30", "60"}).Ints()[2], 13)
+      << "nor CL.THROTTLE the policy's";
+  EXPECT_TRUE(
+      c.Call({"RL.POLICY", "SET", "cl.throttle (redis-cell)", "GCRA", "1", "1m"}).is_error());
+  EXPECT_TRUE(c.Call({"RL.CHECK", "same", "POLICY", "cl.throttle (redis-cell)", "GCRA", "1", "1m"})
+                  .is_error());
+}
+
 // redis-cell's rate limiter cases (limit 5 = max_burst 4, one per second) at one instant, and
-// its end-to-end test (max_burst 0, 1 per 2 s): limited, then allowed after retry_after.
+// its end-to-end test (max_burst 0, 1 per 2 s) up to the limited answer.
 TEST_F(RlCommandsTest, ClThrottleRedisCellCases) {
   RespClient c(port());
   // Asking for more than the limit never passes and changes nothing.
@@ -258,10 +277,8 @@ TEST_F(RlCommandsTest, ClThrottleRedisCellCases) {
 
   std::vector<std::string> cmd = {"CL.THROTTLE", "e2e", "0", "1", "2", "1"};
   EXPECT_EQ(c.Call(cmd).Ints(), (std::vector<int64_t>{0, 1, 0, -1, 2}));
-  std::vector<int64_t> limited = c.Call(cmd).Ints();
-  EXPECT_EQ(limited, (std::vector<int64_t>{1, 1, 0, 2, 2}));
-  std::this_thread::sleep_for(std::chrono::seconds(limited[3]));
-  EXPECT_EQ(c.Call(cmd).Ints(), (std::vector<int64_t>{0, 1, 0, -1, 2}));
+  EXPECT_EQ(c.Call(cmd).Ints(), (std::vector<int64_t>{1, 1, 0, 2, 2}));
+  // Allowed again after retry_after: handlers_test.cc, on a manual clock.
 }
 
 TEST_F(RlCommandsTest, PipelinedRepliesInOrder) {

@@ -2,19 +2,15 @@
 // it bound on its readiness line), and stops it. Used by every server test.
 #pragma once
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "subprocess.h"
 
 namespace rl::test {
 
@@ -25,6 +21,8 @@ struct ServerOptions {
   rlim_t nofile = 0;        // non-zero: RLIMIT_NOFILE of the server (soft and hard)
 };
 
+// rl-server as a child process (tests/support/subprocess.h: reaped always, killed if the test
+// dies), ready once it has printed the port it bound.
 class ServerProcess {
  public:
   // Starts RL_SERVER_PATH with `flags` (plus --port 0 --bind 127.0.0.1 unless given) and waits
@@ -36,87 +34,42 @@ class ServerProcess {
     for (const auto& f : flags) has_port = has_port || f == "--port";
     if (!has_port) argv.insert(argv.end(), {"--port", "0"});
     argv.insert(argv.end(), flags.begin(), flags.end());
-    int out[2];
-    if (pipe(out) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      if (!options.stderr_path.empty()) {
-        int err = open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (err >= 0) {
-          dup2(err, STDERR_FILENO);
-          close(err);
-        }
-      }
-      if (options.nofile > 0) {
-        rlimit lim{options.nofile, options.nofile};
-        setrlimit(RLIMIT_NOFILE, &lim);
-      }
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      execv(cargv[0], cargv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    stdout_fd_ = out[0];
+    rl_test::SpawnOptions spawn;
+    spawn.stderr_path = options.stderr_path;
+    spawn.nofile = options.nofile;
+    if (!process_.Start(argv, spawn)) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     std::string line;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{stdout_fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char c;
-      if (read(stdout_fd_, &c, 1) != 1) break;
-      if (c != '\n') {
-        line.push_back(c);
-        continue;
-      }
-      size_t colon = line.rfind(':');
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (!process_.ReadLine(&line, left)) break;
+      const size_t colon = line.rfind(':');
       if (line.rfind("rl-server ready", 0) == 0 && colon != std::string::npos) {
         port_ = std::atoi(line.c_str() + colon + 1);
         break;
       }
-      line.clear();
     }
-  }
-
-  ~ServerProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdout_fd_ >= 0) close(stdout_fd_);
   }
 
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  void Signal(int signo) { kill(pid_, signo); }
+  pid_t pid() const { return process_.pid(); }
+  void Signal(int signo) { process_.Signal(signo); }
 
   // Sends SIGTERM and waits up to `timeout_ms`; returns the exit code, or -1 on timeout/signal.
   int Terminate(int timeout_ms = 10000) {
-    kill(pid_, SIGTERM);
+    Signal(SIGTERM);
     return Wait(timeout_ms);
   }
 
   int Wait(int timeout_ms) {
-    for (int waited = 0; waited <= timeout_ms; waited += 10) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      usleep(10 * 1000);
-    }
-    return -1;
+    std::optional<int> status = process_.Wait(std::chrono::milliseconds(timeout_ms));
+    return status.has_value() && *status >= 0 && *status < 128 ? *status : -1;
   }
 
  private:
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
+  rl_test::Subprocess process_;
   int port_ = 0;
-  bool exited_ = false;
 };
 
 // A test suite whose tests share one rl-server (--threads 2), started before the suite's first

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +71,7 @@ struct SpawnOptions {
   std::string output_path;        // for kFile
   bool stderr_to_stdout = false;  // for kPipe: capture stderr too (otherwise it is the test's)
   std::string stderr_path;        // for kPipe: stderr to this file (truncated) instead
+  rlim_t nofile = 0;              // non-zero: the child's RLIMIT_NOFILE (soft and hard)
 };
 
 class Subprocess {
@@ -116,6 +118,10 @@ class Subprocess {
       if (file_fd >= 0) {
         ::dup2(file_fd, STDOUT_FILENO);
         ::dup2(file_fd, STDERR_FILENO);
+      }
+      if (options.nofile > 0) {
+        const rlimit lim{options.nofile, options.nofile};
+        ::setrlimit(RLIMIT_NOFILE, &lim);
       }
       ::execv(args[0], args.data());
       ::_exit(127);

@@ -1,0 +1,17 @@
+// rl-server's command rows, gathered from every family; see command_families.h.
+#include "command_families.h"
+
+#include "persistence_commands.h"
+
+namespace rl::server {
+
+std::vector<CommandSpec> ServerCommandRows() {
+  std::vector<CommandSpec> rows;
+  AddConnectionCommands(&rows);
+  AddServerCommands(&rows);
+  AddRlCommands(&rows);
+  AddPersistenceCommands(&rows);
+  return rows;
+}
+
+}  // namespace rl::server
