@@ -154,6 +154,34 @@ TEST_F(RlPersistenceTest, AofAlwaysKeepsCountsAcrossKillNineAndRewrite) {
   ExpectSame(rewritten, server, "after rewrite and kill -9");
 }
 
+// The AOF switched on at runtime on a master with nothing downstream (so no effects were being
+// built): from then on the AOF receives every effect, read from the context flags per call.
+TEST_F(RlPersistenceTest, AofSwitchedOnAtRuntimeGetsEveryEffect) {
+  RedisServer server(Options());
+  ASSERT_TRUE(server.Start());
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(server, "downstream") == 0; }, seconds(10)));
+  server.Call({"RL.CHECK", "before", "TOKEN_BUCKET", "5", "1h"});
+  // (always: written before the reply, so the file read below has every effect)
+  ASSERT_EQ(server.Call({"CONFIG", "SET", "appendfsync", "always"}).str, "OK");
+  ASSERT_EQ(server.Call({"CONFIG", "SET", "appendonly", "yes"}).str, "OK");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return server.InfoField("persistence", "aof_enabled") == "1" &&
+               server.InfoField("persistence", "aof_rewrite_in_progress") == "0" &&
+               server.InfoField("persistence", "aof_rewrite_scheduled") == "0";
+      },
+      seconds(30)));
+  // The rewrite's fork counted as "maybe downstream" until the next cron tick.
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(server, "downstream") == 0; }, seconds(10)));
+  EXPECT_EQ(server.Call({"RL.CHECK", "after", "GCRA", "5", "1h"}).Ints()[0], 1);
+  EXPECT_EQ(server.Call({"RL.RESET", "before", "TOKEN_BUCKET", "5", "1h"}).integer, 1);
+  const std::string aof = ReadAofFiles(server.dir());
+  EXPECT_NE(aof.find("RL.SETSTATE\r\n$5\r\nafter"), std::string::npos);
+  EXPECT_NE(aof.find("DEL\r\n$6\r\nbefore"), std::string::npos);
+  EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
+  EXPECT_EQ(aof.find("RL.RESET"), std::string::npos);
+}
+
 // aof-use-rdb-preamble no: the rewritten base is commands (RL.SETSTATE per key, from the type's
 // aof_rewrite). States survive; runtime policies do not (Redis 7.0 gives modules no way to put
 // anything but keys into such a base; README documents it). A POLICIES file always works.
