@@ -193,7 +193,8 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
   EXPECT_EQ(replica.Call({"RL.CHECK", "pol", "POLICY", "live"}).Ints()[0], 0);
 }
 
-// Writes of every algorithm on keys w:0..w:5, `round` telling them apart.
+// Writes of every algorithm on keys w:0..w:5, plain, in MULTI/EXEC and in a script; `round`
+// tells the rounds' new keys apart.
 void WriteRound(RedisServer& master, int round) {
   static const char* const kLimits[][3] = {
       {"TOKEN_BUCKET", "50", "1h"},   {"GCRA", "50", "1h"},         {"SLIDING_LOG", "50", "1h"},
@@ -204,6 +205,19 @@ void WriteRound(RedisServer& master, int round) {
     ASSERT_EQ(r.type, '*') << Show(r);
   }
   master.Call({"RL.CHECK", "r:" + std::to_string(round), "GCRA", "5", "1h"});
+  // A transaction and a script: their effects travel wrapped in MULTI/EXEC.
+  auto tx = master.Connect();
+  ASSERT_EQ(tx->Call({"MULTI"}).str, "OK");
+  tx->Call({"RL.CHECK", "w:0", "TOKEN_BUCKET", "50", "1h"});
+  tx->Call({"RL.CHECK", "m:" + std::to_string(round), "SLIDING_LOG", "5", "1h"});
+  const Reply exec = tx->Call({"EXEC"});
+  ASSERT_EQ(exec.elements.size(), 2u) << Show(exec);
+  const Reply script =
+      master.Call({"EVAL",
+                   "redis.call('RL.CHECK', KEYS[1], 'GCRA', '50', '1h'); "
+                   "return redis.call('RL.CHECK', KEYS[2], 'FIXED_WINDOW', '5', '1h')",
+                   "2", "w:1", "s:" + std::to_string(round)});
+  ASSERT_EQ(script.type, '*') << Show(script);
 }
 
 ::testing::AssertionResult SameData(RedisServer& master, RedisServer& replica) {
@@ -220,7 +234,8 @@ void WriteRound(RedisServer& master, int round) {
 // stream, also for writes between its SYNC (which creates the backlog) and the fork that starts
 // its stream (diskless sync, delayed a second). When it drops off and comes back through the
 // backlog (a partial resync), the writes in between reach it: the backlog kept the master
-// building effects while no replica was connected.
+// building effects while no replica was connected. Every phase writes in MULTI/EXEC and scripts
+// too.
 TEST(RlReplicationTest, NothingDownstreamThenAReplicaMissesNothing) {
   if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
   RedisServer master(Options().With("repl-diskless-sync yes").With("repl-diskless-sync-delay 1"));
@@ -266,6 +281,48 @@ TEST(RlReplicationTest, NothingDownstreamThenAReplicaMissesNothing) {
   WriteRound(master, round++);
   ASSERT_TRUE(WaitForReplicas(master, 1));
   EXPECT_TRUE(SameData(master, replica)) << "after the partial resync";
+}
+
+// Redis keeps the backlog after the last replica leaves, for repl-backlog-ttl: the master keeps
+// building effects as long as the backlog exists, stops once it is freed, and a replica attaching
+// after that (a full sync) still gets every state.
+TEST(RlReplicationTest, EffectsLastAsLongAsTheBacklog) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(Options().With("repl-backlog-ttl 2"));
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  int round = 0;
+  WriteRound(master, round++);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica));
+
+  // The replica leaves for good; the backlog stays for the ttl, and so do the effects.
+  ASSERT_EQ(replica.Call({"REPLICAOF", "NO", "ONE"}).type, '+');
+  ASSERT_TRUE(WaitUntil([&] { return master.InfoField("replication", "connected_slaves") == "0"; },
+                        seconds(10)));
+  bool effects_while_backlog = true;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        // In this order: a cron tick between the two reads may free the backlog and then clear
+        // rl_downstream, never the other way round.
+        const bool downstream = RlStat(master, "downstream") == 1;
+        const bool backlog = master.InfoField("replication", "repl_backlog_active") == "1";
+        if (backlog && !downstream) effects_while_backlog = false;
+        WriteRound(master, round++);
+        return !backlog;
+      },
+      seconds(30), milliseconds(50)));
+  EXPECT_TRUE(effects_while_backlog) << "stopped building effects while the backlog existed";
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(master, "downstream") == 0; }, seconds(10)));
+  WriteRound(master, round++);
+
+  ASSERT_EQ(replica.Call({"FLUSHALL"}).type, '+');
+  ASSERT_TRUE(StartReplication(master, replica));
+  WriteRound(master, round++);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica)) << "after a full sync once the backlog was gone";
 }
 
 }  // namespace
