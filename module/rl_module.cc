@@ -1,7 +1,8 @@
-// rl.so: rl's engine as a Redis module. RL.CHECK, RL.PEEK, RL.RESET, RL.POLICY and CL.THROTTLE
-// with rl-server's grammar, replies and errors (the shared command layer, command/), on state
-// held in the Redis key named by the user's key (one key, one hash slot), carried by Redis
-// replication, persistence and Redis Cluster.
+// rl.so: rl's engine as a Redis module. RL.CHECK, RL.PEEK, RL.RESET, RL.REFUND, RL.CHARGE,
+// RL.ACQUIRE, RL.RELEASE, RL.POLICY and CL.THROTTLE with rl-server's grammar, replies and errors
+// (the shared command layer, command/), on state held in the Redis key named by the user's key
+// (one key, one hash slot: its penalty blocks and leases too), carried by Redis replication,
+// persistence and Redis Cluster.
 //
 //   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml]
 #include <string>
@@ -24,6 +25,8 @@
 namespace rl::module {
 namespace {
 
+using command::Acquired;
+using command::ReleaseRequest;
 using command::Request;
 using command::ThrottleRequest;
 using command::Verb;
@@ -35,6 +38,10 @@ struct Counters {
   uint64_t denied = 0;
   uint64_t shadow_denied = 0;
   uint64_t writes = 0;
+  uint64_t refunds = 0;
+  uint64_t charges = 0;
+  uint64_t leases_acquired = 0;
+  uint64_t leases_released = 0;
 } g_counters;
 
 // The command layer's Engine over one Redis key: the state of key args[1].
@@ -62,12 +69,71 @@ class KeyEngine {
     }
     return static_cast<int64_t>(removed);
   }
+  absl::StatusOr<Decision> Refund(const Request& r) { return Adjust(r, /*refund=*/true); }
+  absl::StatusOr<Decision> Charge(const Request& r) { return Adjust(r, /*refund=*/false); }
+  // The lease lives in the key's state: the key's expiry covers it, and a replica receives it
+  // with the rest (RL.SETSTATE).
+  absl::StatusOr<Acquired> Acquire(const Request& r) {
+    StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!key.status().ok()) return key.status();
+    const int64_t now = Clock().NowMs();
+    bool changed = false;
+    Acquired a;
+    absl::StatusOr<Decision> d =
+        key.state().Acquire(r.scope, r.key, r.limits, r.cost, now, &a.lease_id, &changed);
+    if (!d.ok()) return d.status();
+    Written(key, changed, now);
+    Count(*d, r.shadow);
+    if (!a.lease_id.empty()) ++g_counters.leases_acquired;
+    a.decision = *d;
+    return a;
+  }
+  absl::StatusOr<bool> Release(const ReleaseRequest& r) {
+    StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!key.status().ok()) return key.status();
+    const int64_t now = Clock().NowMs();
+    bool changed = false;
+    absl::StatusOr<bool> held = key.state().Release(r.key, r.lease_id, now, &changed);
+    if (!held.ok()) return held;
+    Written(key, changed, now);
+    if (*held) ++g_counters.leases_released;
+    return held;
+  }
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     return Consume(command::kThrottleScope, absl::MakeConstSpan(&t.limit, 1), t.quantity, false);
   }
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
  private:
+  // After a change to the key's state: store, expire and replicate it (see StateKey::Commit).
+  void Written(StateKey& key, bool changed, int64_t now) {
+    if (!changed) return;
+    key.Commit(now, MustPropagate(ctx_flags_));
+    ++g_counters.writes;
+  }
+  static void Count(const Decision& d, bool shadow) {
+    ++g_counters.checks;
+    if (d.allowed) {
+      ++g_counters.allowed;
+    } else if (shadow) {
+      ++g_counters.shadow_denied;
+    } else {
+      ++g_counters.denied;
+    }
+  }
+  absl::StatusOr<Decision> Adjust(const Request& r, bool refund) {
+    StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!key.status().ok()) return key.status();
+    const int64_t now = Clock().NowMs();
+    bool changed = false;
+    absl::StatusOr<Decision> d = refund
+                                     ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
+                                     : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
+    if (!d.ok()) return d;
+    Written(key, changed, now);
+    ++(refund ? g_counters.refunds : g_counters.charges);
+    return d;
+  }
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
                                    int64_t cost, bool shadow) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
@@ -76,18 +142,8 @@ class KeyEngine {
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
     if (!d.ok()) return d;
-    if (changed) {
-      key.Commit(now, MustPropagate(ctx_flags_));
-      ++g_counters.writes;
-    }
-    ++g_counters.checks;
-    if (d->allowed) {
-      ++g_counters.allowed;
-    } else if (shadow) {
-      ++g_counters.shadow_denied;
-    } else {
-      ++g_counters.denied;
-    }
+    Written(key, changed, now);
+    Count(*d, shadow);
     return d;
   }
 
@@ -126,6 +182,38 @@ int Reset(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   ModuleSink w(ctx, flags);
   KeyEngine engine(ctx, argv[1], flags);
   command::RunReset(engine, w, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Refund(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
+  command::RunAdjust(engine, w, Verb::kRefund, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Charge(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
+  command::RunAdjust(engine, w, Verb::kCharge, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Acquire(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
+  command::RunAcquire(engine, w, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
+}
+
+int Release(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
+  command::RunRelease(engine, w, Views(argv, argc));
   return REDISMODULE_OK;
 }
 
@@ -191,6 +279,8 @@ RedisModuleCmdFunc HandlerFor(std::string_view name) {
   static constexpr std::pair<std::string_view, RedisModuleCmdFunc> kHandlers[] = {
       {"rl.check", Check},           {"rl.peek", Peek},
       {"rl.reset", Reset},           {"cl.throttle", Throttle},
+      {"rl.refund", Refund},         {"rl.charge", Charge},
+      {"rl.acquire", Acquire},       {"rl.release", Release},
       {"rl.policy|set", PolicySet},  {"rl.policy|get", PolicyGet},
       {"rl.policy|del", PolicyDel},  {"rl.policy|list", PolicyList},
       {"rl.policy|help", PolicyHelp}};
@@ -201,10 +291,13 @@ RedisModuleCmdFunc HandlerFor(std::string_view name) {
 }
 
 // Redis command flags from the shared rows: every writer is "write deny-oom" (refused with OOM
-// over maxmemory), RL.PEEK is "readonly" (served by replicas in READONLY mode).
+// over maxmemory) but RL.RELEASE, which only frees; RL.PEEK is "readonly" (served by replicas in
+// READONLY mode).
 std::string FlagsFor(const command::CommandDoc& doc) {
   std::string flags;
-  if (doc.flags & command::kDocWrite) flags = "write deny-oom";
+  if (doc.flags & command::kDocWrite) {
+    flags = (doc.flags & command::kDocNoDenyOom) ? "write" : "write deny-oom";
+  }
   if (doc.flags & command::kDocReadonly) flags = "readonly";
   if (doc.flags & command::kDocFast) flags += flags.empty() ? "fast" : " fast";
   return flags;
@@ -252,6 +345,12 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldLongLong(ctx, "shadow_denied",
                                    static_cast<long long>(g_counters.shadow_denied));
   RedisModule_InfoAddFieldLongLong(ctx, "state_writes", static_cast<long long>(g_counters.writes));
+  RedisModule_InfoAddFieldLongLong(ctx, "refunds", static_cast<long long>(g_counters.refunds));
+  RedisModule_InfoAddFieldLongLong(ctx, "charges", static_cast<long long>(g_counters.charges));
+  RedisModule_InfoAddFieldLongLong(ctx, "leases_acquired",
+                                   static_cast<long long>(g_counters.leases_acquired));
+  RedisModule_InfoAddFieldLongLong(ctx, "leases_released",
+                                   static_cast<long long>(g_counters.leases_released));
   RedisModule_InfoAddFieldLongLong(ctx, "policies",
                                    static_cast<long long>(Policies().List().size()));
   RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));

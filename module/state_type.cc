@@ -21,14 +21,14 @@ constexpr int kEncodingVersion = 1;
 RedisModuleType* g_type = nullptr;
 std::atomic<uint64_t> g_rejected_loads{0};
 
-// A key's value is its state's block (KeyState::Release), allocated by the state in Redis's
+// A key's value is its state's block (KeyState::ReleaseBlock), allocated by the state in Redis's
 // allocator (rl::SetStateAllocator in OnLoad), so INFO memory and maxmemory count it. An empty
 // state has no block; as a value (only a loaded or restored empty encoding makes one: commands
 // delete a key whose states are gone) it is this marker, since rdb_load's null means failure.
 char g_empty_marker;
 
 void* ToValue(KeyState&& state) {
-  void* block = state.Release();
+  void* block = state.ReleaseBlock();
   return block != nullptr ? block : &g_empty_marker;
 }
 void* BlockOf(const void* value) {
@@ -38,8 +38,8 @@ void* BlockOf(const void* value) {
 // A stored value seen as a KeyState for the duration of a call: never freed here.
 class Borrowed {
  public:
-  explicit Borrowed(const void* value) : state_(KeyState::Adopt(BlockOf(value))) {}
-  ~Borrowed() { state_.Release(); }
+  explicit Borrowed(const void* value) : state_(KeyState::AdoptBlock(BlockOf(value))) {}
+  ~Borrowed() { state_.ReleaseBlock(); }
   Borrowed(const Borrowed&) = delete;
   Borrowed& operator=(const Borrowed&) = delete;
   const KeyState& operator*() const { return state_; }
@@ -50,7 +50,7 @@ class Borrowed {
 };
 
 void FreeState(void* value) {
-  KeyState owned = KeyState::Adopt(BlockOf(value));  // frees the block and its logs
+  KeyState owned = KeyState::AdoptBlock(BlockOf(value));  // frees the block and its logs
 }
 
 std::string Encoded(const void* value) {
@@ -163,14 +163,14 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
   }
   stored_ = true;
   value_ = RedisModule_ModuleTypeGetValue(key_);
-  state_ = KeyState::Adopt(BlockOf(value_));
+  state_ = KeyState::AdoptBlock(BlockOf(value_));
 }
 
 StateKey::~StateKey() {
   if (stored_) {
     // A change without Commit (an error after Check pruned) may still have moved the block.
     Sync();
-    state_.Release();  // the key owns it
+    state_.ReleaseBlock();  // the key owns it
   }
   if (key_ != nullptr) RedisModule_CloseKey(key_);
 }
@@ -203,7 +203,7 @@ void StateKey::Commit(int64_t now_ms, bool replicate) {
     if (stored_) {
       Sync();
       RedisModule_DeleteKey(key_);  // frees the value (the current block)
-      state_.Release();
+      state_.ReleaseBlock();
       stored_ = false;
       RedisModule_SignalModifiedKey(ctx_, name_);
       Propagate(replicate, [&] { RedisModule_Replicate(ctx_, "DEL", "s", name_); });

@@ -1,5 +1,5 @@
 // rl.so's native Redis type "ratelimit": the value of one Redis key is the block of an
-// rl::KeyState (KeyState::Release) holding every limit state under that user key. This file
+// rl::KeyState (KeyState::ReleaseBlock) holding every limit state under that user key. This file
 // registers the type (RDB, AOF rewrite, DUMP/RESTORE/MIGRATE, COPY, MEMORY USAGE, DEBUG DIGEST)
 // and opens keys for the commands.
 //
@@ -22,7 +22,7 @@ namespace rl::module {
 bool RegisterStateType(RedisModuleCtx* ctx);
 
 // One Redis key opened for a command. The key's value is the state's block itself (see
-// KeyState::Release): state() adopts it, and the value follows whenever a change moves the
+// KeyState::ReleaseBlock): state() adopts it, and the value follows whenever a change moves the
 // block (Commit, or the destructor after any other change).
 class StateKey {
  public:

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "command_table.h"
 #include "server.h"
 #include "server_state.h"
@@ -98,8 +100,10 @@ void Hello(CommandContext& ctx) {
         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
         "select the RESP protocol version at the same time");
   }
-  if (has_setname) ctx.session.name = std::string(setname);
-  ctx.session.protocol = static_cast<int>(proto);
+  ctx.state.clients.Update(ctx.session, [&](ClientSession& s) {
+    if (has_setname) s.name = std::string(setname);
+    s.protocol = static_cast<int>(proto);
+  });
   ctx.w.set_protocol(ctx.session.protocol);
   resp::Writer& w = ctx.w;
   w.MapHeader(7);
@@ -126,22 +130,32 @@ void Select(CommandContext& ctx) {
   ctx.w.SimpleString("OK");
 }
 
-std::string ClientInfoLine(const CommandContext& ctx) {
-  int64_t now = SteadyNowMs();
-  const ClientSession& s = ctx.session;
-  return fmt::format(
-      "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 "
-      "multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 "
-      "events=r cmd=client|info user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
-      s.id, s.addr, s.laddr, s.name, (now - s.created_ms) / 1000, (now - s.last_active_ms) / 1000,
-      s.protocol, s.lib_name, s.lib_ver);
+// One client in Redis 7's CLIENT LIST / CLIENT INFO format. Fields Redis has and rl does not
+// (pub/sub, MULTI, databases) carry Redis's values for a plain client. Another thread's session
+// is read only inside ClientRegistry::ForEach.
+void AppendClientLine(const ClientSession& s, int64_t now, std::string* out) {
+  const CommandSpec* cmd = s.last_command.load(std::memory_order_relaxed);
+  const size_t used = s.query_used.load(std::memory_order_relaxed);
+  const size_t size = s.query_size.load(std::memory_order_relaxed);
+  const size_t omem = s.output_pending.load(std::memory_order_relaxed);
+  fmt::format_to(
+      std::back_inserter(*out),
+      "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 "
+      "multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem={} tot-mem={} "
+      "events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+      s.id, s.addr, s.laddr, s.fd, s.name, (now - s.created_ms) / 1000,
+      (now - s.last_active_ms.load(std::memory_order_relaxed)) / 1000, used,
+      size > used ? size - used : 0, omem, size + omem, omem > 0 ? "rw" : "r",
+      cmd != nullptr ? std::string_view(cmd->name) : std::string_view("NULL"), s.protocol,
+      s.lib_name, s.lib_ver);
 }
 
 void ClientSetName(CommandContext& ctx) {
   if (!ValidClientName(ctx.args[2])) {
     return ctx.w.Error("ERR Client names cannot contain spaces, newlines or special characters.");
   }
-  ctx.session.name = std::string(ctx.args[2]);
+  ctx.state.clients.Update(ctx.session,
+                           [&](ClientSession& s) { s.name = std::string(ctx.args[2]); });
   ctx.w.SimpleString("OK");
 }
 
@@ -158,32 +172,77 @@ void ClientSetInfo(CommandContext& ctx) {
                        "characters.");
   }
   if (EqualsLower(ctx.args[2], "lib-name")) {
-    ctx.session.lib_name = std::string(ctx.args[3]);
+    ctx.state.clients.Update(ctx.session,
+                             [&](ClientSession& s) { s.lib_name = std::string(ctx.args[3]); });
   } else if (EqualsLower(ctx.args[2], "lib-ver")) {
-    ctx.session.lib_ver = std::string(ctx.args[3]);
+    ctx.state.clients.Update(ctx.session,
+                             [&](ClientSession& s) { s.lib_ver = std::string(ctx.args[3]); });
   } else {
     return ctx.w.Error(fmt::format("ERR Unrecognized option '{}'", ctx.args[2]));
   }
   ctx.w.SimpleString("OK");
 }
 
-void ClientInfo(CommandContext& ctx) { ctx.w.Verbatim("txt", ClientInfoLine(ctx)); }
+void ClientInfo(CommandContext& ctx) {
+  std::string line;
+  AppendClientLine(ctx.session, SteadyNowMs(), &line);
+  ctx.w.Verbatim("txt", line);
+}
 
-// Only this connection: connections live on other threads and are not shared.
-void ClientList(CommandContext& ctx) { ctx.w.Verbatim("txt", ClientInfoLine(ctx)); }
+// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]: every connected client of
+// every I/O thread, one line each, oldest first. rl has only normal clients.
+void ClientList(CommandContext& ctx) {
+  auto& args = ctx.args;
+  bool none = false;  // TYPE master|replica|pubsub: no such clients here
+  std::vector<uint64_t> ids;
+  for (size_t i = 2; i < args.size(); ++i) {
+    if (EqualsLower(args[i], "type") && i + 1 < args.size()) {
+      std::string_view type = args[++i];
+      if (EqualsLower(type, "normal")) continue;
+      if (EqualsLower(type, "master") || EqualsLower(type, "replica") ||
+          EqualsLower(type, "slave") || EqualsLower(type, "pubsub")) {
+        none = true;
+        continue;
+      }
+      return ctx.w.Error(fmt::format("ERR Unknown client type '{}'", type));
+    }
+    if (EqualsLower(args[i], "id") && i + 1 < args.size()) {
+      for (++i; i < args.size(); ++i) {
+        int64_t id = 0;
+        if (!ParseInt64(args[i], &id) || id < 1) return ctx.w.Error("ERR Invalid client ID");
+        ids.push_back(static_cast<uint64_t>(id));
+      }
+      break;
+    }
+    return WriteSyntaxError(ctx.w);
+  }
+  std::string out;
+  if (!none) {
+    const int64_t now = SteadyNowMs();
+    ctx.state.clients.ForEach([&](const ClientSession& s) {
+      if (ids.empty() || std::find(ids.begin(), ids.end(), s.id) != ids.end()) {
+        AppendClientLine(s, now, &out);
+      }
+    });
+  }
+  ctx.w.Verbatim("txt", out);
+}
 
 void ClientOk(CommandContext& ctx) { ctx.w.SimpleString("OK"); }
 
 void ClientHelp(CommandContext& ctx) {
+  // clang-format off
   static constexpr std::string_view kLines[] = {
       "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
       "GETNAME", "    Return the name of the current connection.",
       "ID", "    Return the ID of the current connection.",
       "INFO", "    Return information about the current client connection.",
-      "LIST", "    Return information about this client connection.",
+      "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+      "    Return information about client connections (all of them unless filtered).",
       "SETNAME <name>", "    Assign the name <name> to the current connection.",
       "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
       "HELP", "    Print this help."};
+  // clang-format on
   ctx.w.ArrayHeader(std::size(kLines));
   for (std::string_view line : kLines) ctx.w.SimpleString(line);
 }
@@ -276,6 +335,42 @@ std::string HumanBytes(uint64_t n) {
   return fmt::format("{}B", n);
 }
 
+// At most this many policy_* lines in INFO: with thousands of policies the section would be
+// megabytes built on an I/O thread while its other clients wait. /metrics has them all.
+constexpr size_t kInfoMaxPolicyLines = 100;
+
+// The policy_<name> lines of the busiest policies (most checks), in name order, then how many
+// were left out. Linear in the number of policies: no sort of them all.
+void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& per_policy,
+                      std::string* out) {
+  std::vector<const std::pair<const std::string, PolicyCounters>*> rows;
+  rows.reserve(per_policy.size());
+  for (const auto& entry : per_policy) rows.push_back(&entry);
+  auto busier = [](const auto* a, const auto* b) {
+    return a->second.checks != b->second.checks ? a->second.checks > b->second.checks
+                                                : a->first < b->first;
+  };
+  const size_t shown = std::min(rows.size(), kInfoMaxPolicyLines);
+  if (shown < rows.size()) {
+    std::nth_element(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(shown), rows.end(),
+                     busier);
+    rows.resize(shown);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
+  auto o = std::back_inserter(*out);
+  for (const auto* row : rows) {
+    const PolicyCounters& c = row->second;
+    // "" counts inline limits, as policy "(inline)".
+    fmt::format_to(o, "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
+                   row->first.empty() ? "(inline)" : row->first, c.checks, c.allowed, c.denied,
+                   c.shadow_denied, c.near_limit);
+  }
+  if (shown < per_policy.size()) {
+    fmt::format_to(o, "policy_lines_omitted:{}\r\n", per_policy.size() - shown);
+  }
+}
+
 void Info(CommandContext& ctx) {
   ServerState& st = ctx.state;
   bool all = ctx.args.size() == 1;
@@ -304,9 +399,13 @@ void Info(CommandContext& ctx) {
   if (want("clients")) {
     fmt::format_to(o,
                    "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n"
-                   "client_output_limit:{}\r\n\r\n",
+                   "client_output_limit:{}\r\nclients_query_buffer_bytes:{}\r\n"
+                   "client_query_buffer_total:{}\r\nclient_query_buffer_limit:{}\r\n"
+                   "proto_max_bulk_len:{}\r\n\r\n",
                    st.global.connected_clients.load(), st.config.maxclients,
-                   st.config.client_output_limit);
+                   st.config.client_output_limit, st.global.client_query_bytes.load(),
+                   st.config.client_query_total, st.config.client_query_limit,
+                   st.config.proto_max_bulk_len);
   }
   rl::LimiterStats ls = st.limiter->Stats();
   if (want("memory")) {
@@ -323,32 +422,29 @@ void Info(CommandContext& ctx) {
   if (want("persistence")) out += PersistenceInfo(st) + "\r\n";
   if (want("stats")) {
     uint64_t commands = 0;
-    std::map<std::string, PolicyCounters> per_policy;
+    absl::flat_hash_map<std::string, PolicyCounters> per_policy;
+    PolicyCounters total;  // deleted policies' counts stay in the totals
     for (const auto& ws : st.worker_stats) {
       commands += ws->commands();
-      ws->AddTo(&per_policy);
+      ws->AddTo(&per_policy, &total);
     }
-    PolicyCounters total;
     for (const auto& [name, c] : per_policy) total.Add(c);
     fmt::format_to(o,
                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
                    "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
                    "client_output_limit_disconnections:{}\r\nidle_timeout_disconnections:{}\r\n"
+                   "accept_resource_errors:{}\r\nclient_query_buffer_limit_disconnections:{}\r\n"
                    "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_overflows:{}\r\n"
                    "rl_checks:{}\r\nrl_allowed:{}\r\n"
                    "rl_denied:{}\r\nrl_shadow_denied:{}\r\nrl_near_limit:{}\r\n",
                    st.global.total_connections.load(), commands,
                    st.global.rejected_connections.load(), st.global.protocol_errors.load(),
                    st.global.output_limit_disconnects.load(), st.global.idle_disconnects.load(),
-                   ls.evictions, ls.expired, ls.overflows, total.checks, total.allowed,
-                   total.denied, total.shadow_denied, total.near_limit);
-    for (const auto& [name, c] : per_policy) {
-      // "" counts inline limits, as policy "(inline)".
-      fmt::format_to(o,
-                     "policy_{}:checks={},allowed={},denied={},shadow_denied={},near_limit={}\r\n",
-                     name.empty() ? "(inline)" : name, c.checks, c.allowed, c.denied,
-                     c.shadow_denied, c.near_limit);
-    }
+                   st.global.accept_resource_errors.load(),
+                   st.global.query_limit_disconnects.load(), ls.evictions, ls.expired,
+                   ls.overflows, total.checks, total.allowed, total.denied, total.shadow_denied,
+                   total.near_limit);
+    WritePolicyLines(per_policy, &out);
     out.append("\r\n");
   }
   if (want("keyspace")) {
@@ -373,6 +469,9 @@ void ConfigGet(CommandContext& ctx) {
       {"save", ""},
       {"timeout", std::to_string(c.timeout_s)},
       {"io-threads", std::to_string(c.threads)},
+      {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
+      {"client-query-buffer-limit", std::to_string(c.client_query_limit)},
+      {"client-query-buffer-total", std::to_string(c.client_query_total)},
   };
   std::vector<const std::pair<std::string, std::string>*> hits;
   for (const auto& p : params) {
@@ -426,9 +525,11 @@ void Quit(CommandContext& ctx) {
 }
 
 void Reset(CommandContext& ctx) {
-  ctx.session.protocol = 2;
+  ctx.state.clients.Update(ctx.session, [](ClientSession& s) {
+    s.protocol = 2;
+    s.name.clear();
+  });
   ctx.w.set_protocol(2);
-  ctx.session.name.clear();
   ctx.session.authenticated = ctx.state.config.requirepass.empty();
   ctx.w.SimpleString("RESET");
 }
@@ -494,8 +595,10 @@ void AddAdminCommands(std::vector<CommandSpec>* rows) {
          Arg("value", "string")}));
     client.subcommands.push_back(Row("client|info", 2, kCmdFast, ClientInfo,
                                      "Returns information about the connection.", "6.2.0"));
-    client.subcommands.push_back(Row("client|list", -2, kCmdAdmin, ClientList,
-                                     "Lists client connections (this one only).", "2.4.0"));
+    client.subcommands.push_back(
+        Row("client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
+            {Arg("client-type", "string", kArgOptional, "TYPE"),
+             Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
     client.subcommands.push_back(Row("client|no-evict", 3, kCmdFast, ClientOk,
                                      "Accepted for compatibility; no effect.", "7.0.0",
                                      {Arg("enabled", "string")}));

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <string>
 
+#include "server_state.h"
 #include "snapshot.h"
 
 namespace rl::server {
@@ -51,12 +52,98 @@ void WriteArg(resp::Writer& w, const ArgDoc& arg) {
   }
 }
 
+// An argument's syntax as Redis's HELP lines write it: "<name>", "TOKEN <name>", "A|B",
+// "[optional]", "x [x ...]". A named block (such as an RL <limit>) is written "<name>" and its
+// own syntax is added to *blocks once, for a line of its own.
+std::string Syntax(const ArgDoc& arg, std::vector<const ArgDoc*>* blocks) {
+  std::string text;
+  if (arg.type == "pure-token") {
+    text = arg.token;
+  } else if (arg.type == "oneof") {
+    for (const ArgDoc& child : arg.arguments) {
+      if (!text.empty()) text.append("|");
+      text.append(Syntax(child, blocks));
+    }
+  } else {
+    if (!arg.token.empty() && arg.type != "block") text.append(arg.token).append(" ");
+    text.append("<").append(arg.name).append(">");
+    if (arg.type == "block" && std::find(blocks->begin(), blocks->end(), &arg) == blocks->end()) {
+      blocks->push_back(&arg);
+    }
+  }
+  if (arg.flags & kArgMultiple) {
+    std::string one = text;
+    text.append(" [").append(one).append(" ...]");
+  }
+  if (!(arg.flags & kArgOptional)) return text;
+  std::string optional = "[";
+  optional.append(text).append("]");
+  return optional;
+}
+
+std::string Upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  return out;
+}
+
+// "<PARENT> HELP" for a container whose rows have no help of their own: Redis's layout (a title,
+// then per subcommand its syntax and its summary indented by four), built from the same rows as
+// COMMAND DOCS, so it lists exactly what the server dispatches.
+void GeneratedHelp(CommandContext& ctx) {
+  const CommandSpec* parent = ctx.state.commands.Find(ctx.args[0]);
+  if (parent == nullptr) return WriteSyntaxError(ctx.w);
+  std::vector<std::string> lines;
+  lines.push_back(Upper(parent->name));
+  lines.back().append(" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  std::vector<const ArgDoc*> blocks;
+  for (const CommandSpec& sub : parent->subcommands) {
+    std::string line = Upper(std::string_view(sub.name).substr(sub.name.find('|') + 1));
+    for (const ArgDoc& arg : sub.arguments) line.append(" ").append(Syntax(arg, &blocks));
+    lines.push_back(std::move(line));
+    lines.emplace_back("    ");
+    lines.back().append(sub.handler == GeneratedHelp ? "Print this help." : sub.summary);
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {  // Syntax may add nested blocks as it goes
+    std::string line = "<";
+    line.append(blocks[i]->name).append("> is:");
+    for (const ArgDoc& arg : blocks[i]->arguments) line.append(" ").append(Syntax(arg, &blocks));
+    lines.push_back(std::move(line));
+  }
+  ctx.w.ArrayHeader(lines.size());
+  for (const std::string& line : lines) ctx.w.SimpleString(line);
+}
+
+// Adds "<parent>|help" to every container that lacks one.
+void AddHelpRows(std::vector<CommandSpec>* rows) {
+  for (CommandSpec& row : *rows) {
+    if (row.subcommands.empty() || row.handler != nullptr) continue;  // COMMAND helps itself
+    bool has_help = false;
+    for (const CommandSpec& sub : row.subcommands) {
+      has_help |= sub.name.size() == row.name.size() + 5 && sub.name.ends_with("|help");
+    }
+    if (has_help) continue;
+    CommandSpec help;
+    help.name = row.name;
+    help.name.append("|help");
+    help.arity = 2;
+    help.flags = kCmdLoading | kCmdStale;
+    help.handler = GeneratedHelp;
+    help.group = row.group;
+    help.summary = "Returns helpful text about the different subcommands.";
+    help.since = row.since;
+    help.complexity = "O(1)";
+    row.subcommands.push_back(std::move(help));
+  }
+}
+
 }  // namespace
 
 CommandTable::CommandTable() {
   AddAdminCommands(&rows_);
   AddRlCommands(&rows_);
   AddPersistenceCommands(&rows_);
+  AddHelpRows(&rows_);
   std::sort(rows_.begin(), rows_.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
   for (const CommandSpec& row : rows_) by_name_[row.name] = &row;

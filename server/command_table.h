@@ -3,7 +3,9 @@
 // are generated from the same rows, so what redis-cli shows is what the server does.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,19 +21,30 @@ namespace rl::server {
 struct ServerState;
 class WorkerStats;
 
-// Per-connection state that commands read and change.
+struct CommandSpec;
+
+// Per-connection state that commands read and change. CLIENT LIST reads it from other threads:
+// the fields after `id` that change are atomics or written under the ClientRegistry's lock.
 struct ClientSession {
   uint64_t id = 0;
-  int protocol = 2;            // 2 or 3 (HELLO)
+  int protocol = 2;            // 2 or 3 (HELLO); shared: written under the registry lock
   bool authenticated = false;  // true when no password is configured
   bool close_after_reply = false;  // QUIT
-  std::string name;            // CLIENT SETNAME
-  std::string lib_name;        // CLIENT SETINFO LIB-NAME
-  std::string lib_ver;         // CLIENT SETINFO LIB-VER
+  std::string name;                // CLIENT SETNAME; shared
+  std::string lib_name;            // CLIENT SETINFO LIB-NAME; shared
+  std::string lib_ver;             // CLIENT SETINFO LIB-VER; shared
   std::string addr;            // peer ip:port
   std::string laddr;           // local ip:port
+  int fd = -1;                 // the socket
   int64_t created_ms = 0;      // steady clock
-  int64_t last_active_ms = 0;  // steady clock; for the idle timeout
+  std::atomic<int64_t> last_active_ms{0};  // steady clock; for the idle timeout
+  // For CLIENT LIST, published by the connection with relaxed stores: the last command run,
+  // unparsed input bytes, the input buffer's size and replies not yet written.
+  std::atomic<const CommandSpec*> last_command{nullptr};
+  std::atomic<size_t> query_used{0};
+  std::atomic<size_t> query_size{0};
+  std::atomic<size_t> output_pending{0};
+  std::list<ClientSession*>::iterator registry_pos;  // owned by ClientRegistry
 };
 
 // Everything a handler may touch for one command. `args[0]` is the command name as sent.

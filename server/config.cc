@@ -1,28 +1,91 @@
-// Flags and the TOML config file. Only startup code: errors are printed and turn into an exit
-// code, never into an exception that escapes.
+// The numeric settings table, the TOML config file and the checks between settings. Only
+// startup and reload code: errors are values, never exceptions that escape.
 #include "config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <charconv>
 #include <cctype>
-#include <iostream>
-#include <thread>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 
 #include <boost/asio/ip/address.hpp>
-#include <boost/program_options.hpp>
+#include <fmt/core.h>
 #include <toml++/toml.h>
 
 #include "absl/status/status.h"
-#include <fmt/core.h>
 #include "rl/limit.h"
 
 namespace rl::server {
-namespace po = boost::program_options;
 namespace {
 
-constexpr std::string_view kUsage =
-    "Usage: rl-server [options]\n"
-    "A Redis-protocol rate limiter: any Redis client calls RL.CHECK / CL.THROTTLE.\n";
+constexpr int64_t kKiB = int64_t{1} << 10;
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kMaxBytes = int64_t{1} << 50;  // ParseMemorySize's bound: 1048576gb
+// A config file is a page of settings and policies; anything this large is a mistake.
+constexpr size_t kMaxConfigFileBytes = 16 << 20;
+
+// One row per numeric setting. The lambdas only narrow: the range was checked before.
+// clang-format off
+constexpr NumericSetting kSettings[] = {
+    {"port", SettingUnit::kCount, 0, 65535,
+     [](ServerConfig& c, int64_t v) { c.port = static_cast<int>(v); },
+     [](const ServerConfig& c) { return int64_t{c.port}; },
+     "TCP port to listen on (0 = any free port; the chosen one is printed)"},
+    {"threads", SettingUnit::kCount, 0, 256,
+     [](ServerConfig& c, int64_t v) { c.threads = static_cast<int>(v); },
+     [](const ServerConfig& c) { return int64_t{c.threads}; },
+     "I/O threads, one io_context each (0 = one per core)"},
+    {"maxclients", SettingUnit::kCount, 1, 1'000'000,
+     [](ServerConfig& c, int64_t v) { c.maxclients = v; },
+     [](const ServerConfig& c) { return c.maxclients; },
+     "most connected clients; more get '-ERR max number of clients reached' (lowered at start "
+     "to fit the open-file limit)"},
+    {"timeout", SettingUnit::kCount, 0, 2'147'483'647,
+     [](ServerConfig& c, int64_t v) { c.timeout_s = v; },
+     [](const ServerConfig& c) { return c.timeout_s; },
+     "close a client idle for this many seconds (0 = never)"},
+    {"max-keys", SettingUnit::kCount, 0, int64_t{1} << 32,
+     [](ServerConfig& c, int64_t v) { c.max_keys = static_cast<size_t>(v); },
+     [](const ServerConfig& c) { return static_cast<int64_t>(c.max_keys); },
+     "most limiter states kept; past it the least valuable are evicted (0 = engine default)"},
+    {"max-memory", SettingUnit::kBytes, 0, kMaxBytes,
+     [](ServerConfig& c, int64_t v) { c.max_memory = static_cast<size_t>(v); },
+     [](const ServerConfig& c) { return static_cast<int64_t>(c.max_memory); },
+     "bound on limiter memory, e.g. 512mb (0 = only --max-keys)"},
+    {"client-output-limit", SettingUnit::kBytes, kKiB, kMaxBytes,
+     [](ServerConfig& c, int64_t v) { c.client_output_limit = static_cast<size_t>(v); },
+     [](const ServerConfig& c) { return static_cast<int64_t>(c.client_output_limit); },
+     "unsent reply bytes after which a client that does not read is disconnected"},
+    {"proto-max-bulk-len", SettingUnit::kBytes, kKiB, 512 * kMiB,
+     [](ServerConfig& c, int64_t v) { c.proto_max_bulk_len = static_cast<size_t>(v); },
+     [](const ServerConfig& c) { return static_cast<int64_t>(c.proto_max_bulk_len); },
+     "longest bulk argument a client may send (keys, names and specs are far shorter)"},
+    {"client-query-buffer-limit", SettingUnit::kBytes, 16 * kKiB, kMaxBytes,
+     [](ServerConfig& c, int64_t v) { c.client_query_limit = static_cast<size_t>(v); },
+     [](const ServerConfig& c) { return static_cast<int64_t>(c.client_query_limit); },
+     "input bytes buffered for one client's unfinished command; past it the client is "
+     "disconnected"},
+    {"client-query-buffer-total", SettingUnit::kBytes, 16 * kKiB, kMaxBytes,
+     [](ServerConfig& c, int64_t v) { c.client_query_total = static_cast<size_t>(v); },
+     [](const ServerConfig& c) { return static_cast<int64_t>(c.client_query_total); },
+     "input buffer bytes of all clients together; a client whose buffer would grow past it is "
+     "disconnected"},
+    {"snapshot-interval", SettingUnit::kDurationMs, 1, rl::kMaxWindowMs,
+     [](ServerConfig& c, int64_t v) { c.snapshot_interval_ms = v; },
+     [](const ServerConfig& c) { return c.snapshot_interval_ms; },
+     "how often the snapshot is saved, e.g. 1s or 500ms (at most one interval of grants is lost "
+     "on a crash)"},
+    {"metrics-port", SettingUnit::kCount, 0, 65535,
+     [](ServerConfig& c, int64_t v) { c.metrics_port = static_cast<int>(v); },
+     [](const ServerConfig& c) { return int64_t{c.metrics_port}; },
+     "Prometheus endpoint (GET /metrics) on the --bind address (0 = off)"},
+};
+// clang-format on
 
 std::string Lower(std::string_view text) {
   std::string out(text);
@@ -43,20 +106,35 @@ bool Kept(const std::vector<std::string>& keep, std::string_view name) {
   return std::find(keep.begin(), keep.end(), name) != keep.end();
 }
 
-// Reads an integer or a string setting; memory sizes may carry a unit.
-absl::StatusOr<int64_t> TomlInt(const toml::node& node, std::string_view key, bool memory) {
-  if (auto v = node.value<int64_t>()) {
-    if (*v < 0) return absl::InvalidArgumentError(fmt::format("{} must not be negative", key));
-    return *v;
+std::string RangeError(const NumericSetting& s, std::string_view got) {
+  std::string lo = FormatNumericSetting(s, s.min), hi = FormatNumericSetting(s, s.max);
+  switch (s.unit) {
+    case SettingUnit::kBytes:
+      return fmt::format("'{}' is not a size in {}..{} (e.g. 512kb, 64mb)", got, lo, hi);
+    case SettingUnit::kDurationMs:
+      return fmt::format("'{}' is not a duration in {}..{} (e.g. 500ms, 3s)", got, lo, hi);
+    case SettingUnit::kCount:
+      break;
   }
-  if (memory) {
-    if (auto s = node.value<std::string>()) {
-      auto bytes = ParseMemorySize(*s);
-      if (!bytes.ok()) return bytes.status();
-      return static_cast<int64_t>(*bytes);
+  return fmt::format("'{}' is not an integer in {}..{}", got, lo, hi);
+}
+
+// A numeric TOML value: an integer (bytes or milliseconds for sizes and durations) or a string
+// written as on the command line.
+absl::StatusOr<int64_t> TomlNumber(const NumericSetting& s, const toml::node& node) {
+  if (const auto* integer = node.as_integer()) {
+    int64_t v = integer->get();
+    if (v < s.min || v > s.max) {
+      return absl::InvalidArgumentError(RangeError(s, std::to_string(v)));
     }
+    return v;
   }
-  return absl::InvalidArgumentError(fmt::format("{} must be an integer", key));
+  if (const auto* text = node.as_string()) return ParseNumericSetting(s, text->get());
+  // A float, a boolean, a table...: say what is expected rather than echo it.
+  const char* kind = s.unit == SettingUnit::kCount ? "an integer" : "an integer or a string";
+  return absl::InvalidArgumentError(fmt::format("must be {} in {}..{}", kind,
+                                                FormatNumericSetting(s, s.min),
+                                                FormatNumericSetting(s, s.max)));
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
@@ -67,24 +145,170 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
   const toml::table* table = node->as_table();
   if (table == nullptr) return absl::InvalidArgumentError("[policies] must be a table");
   for (const auto& [key, value] : *table) {
-    auto spec = value.value<std::string>();
-    if (!spec) {
+    const auto* spec = value.as_string();
+    if (spec == nullptr) {
       return absl::InvalidArgumentError(
           fmt::format("policy '{}' must be a string such as \"GCRA 100 1m\"", key.str()));
     }
-    out.emplace_back(std::string(key.str()), *spec);
+    out.emplace_back(std::string(key.str()), spec->get());
   }
   return out;
 }
 
-absl::StatusOr<toml::table> ParseFile(const std::string& path) {
+// toml++ 3.3.0 (Debian's) reaches __builtin_unreachable, undefined behaviour, when it asks
+// whether a non-ASCII character such as 'Š' is whitespace (upstream issues #190 and #295, fixed
+// after 3.3.0), which it does between tokens, while it scans a bare value (a number, a date)
+// and after a line-ending backslash in a """ string. So toml++ is only ever given ASCII: in
+// "..." strings (keys and values) a non-ASCII character becomes its \uXXXX escape, the same
+// string to TOML; in comments it becomes '?'; anywhere else, and in '...' strings (which have no
+// escapes), it is refused with its line. For a valid document the quotes found here are exactly
+// its strings; for an invalid one the escapes cannot make it valid (no bare key or value holds
+// a backslash), and toml++ reports its error on ASCII. (Found by fuzz/config_fuzz.)
+absl::StatusOr<std::string> AsciiForToml(std::string_view text, std::string_view source) {
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
+  std::string out;
+  out.reserve(text.size());
+  size_t line = 1;
+  auto fail = [&](std::string_view what) {
+    return absl::InvalidArgumentError(fmt::format("{}:{}: {}", source, line, what));
+  };
+  size_t i = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
+  while (i < text.size()) {
+    const char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // One UTF-8 sequence, strictly (no overlong forms, no surrogates, at most U+10FFFF).
+      const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+      const unsigned char lead = b(0);
+      const size_t n = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+      uint32_t cp = n == 2 ? lead & 0x1F : n == 3 ? lead & 0x0F : lead & 0x07;
+      bool valid = n != 0 && lead < 0xF5 && i + n <= text.size();
+      for (size_t k = 1; valid && k < n; ++k) {
+        valid = (b(k) & 0xC0) == 0x80;
+        cp = (cp << 6) | (b(k) & 0x3F);
+      }
+      valid = valid && cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u) && cp <= 0x10FFFF &&
+              (cp < 0xD800 || cp > 0xDFFF);
+      if (in == In::kComment) {
+        out.push_back('?');
+      } else if (!valid) {
+        return fail("invalid UTF-8");
+      } else if (in == In::kBasic || in == In::kMultiBasic) {
+        out += cp > 0xFFFF ? fmt::format("\\U{:08X}", cp) : fmt::format("\\u{:04X}", cp);
+      } else if (in == In::kCode) {
+        return fail("non-ASCII character outside a quoted string or comment");
+      } else {
+        return fail("non-ASCII character in a '...' string: write it in a \"...\" string");
+      }
+      i += valid ? n : 1;
+      continue;
+    }
+    out.push_back(c);
+    ++i;
+    if (c == '\n') ++line;
+    // The length of the run of `c` starting here (for quotes).
+    auto run = [&](char q) {
+      size_t k = i - 1;
+      while (k < text.size() && text[k] == q) ++k;
+      return k - (i - 1);
+    };
+    switch (in) {
+      case In::kCode:
+        if (c == '#') in = In::kComment;
+        if (c == '"' || c == '\'') {
+          const bool multi = run(c) >= 3;
+          if (multi) {
+            out.append(2, c);
+            i += 2;
+          }
+          in = c == '"' ? (multi ? In::kMultiBasic : In::kBasic)
+                        : (multi ? In::kMultiLiteral : In::kLiteral);
+        }
+        break;
+      case In::kComment:
+        if (c == '\n') in = In::kCode;
+        break;
+      case In::kBasic:  // an unterminated one ends at the line (toml++ stops there too)
+      case In::kMultiBasic:
+        if (c == '\\' && i < text.size()) {
+          // The escaped character as is; a non-ASCII one is an invalid escape, kept invalid.
+          if (static_cast<unsigned char>(text[i]) >= 0x80) return fail("invalid escape in a string");
+          if (text[i] == '\n') ++line;
+          out.push_back(text[i++]);
+          break;
+        }
+        [[fallthrough]];
+      case In::kLiteral:
+      case In::kMultiLiteral: {
+        const bool multi = in == In::kMultiBasic || in == In::kMultiLiteral;
+        const char quote = in == In::kBasic || in == In::kMultiBasic ? '"' : '\'';
+        if (!multi && (c == quote || c == '\n')) {
+          in = In::kCode;
+        } else if (multi && c == quote && run(quote) >= 3) {
+          // Up to two quotes before the closing three belong to the string.
+          const size_t n = run(quote);
+          out.append(n - 1, quote);
+          i += n - 1;
+          in = In::kCode;
+        }
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<toml::table> ParseText(std::string_view text, std::string_view source) {
+  auto ascii = AsciiForToml(text, source);
+  if (!ascii.ok()) return ascii.status();
   // Debian's toml++ is built with exceptions: parse errors arrive as toml::parse_error.
   try {
-    return toml::parse_file(path);
+    return toml::parse(*ascii, source);
   } catch (const toml::parse_error& err) {
     return absl::InvalidArgumentError(
-        fmt::format("{}:{}: {}", path, err.source().begin.line, err.description()));
+        fmt::format("{}:{}: {}", source, err.source().begin.line, err.description()));
   }
+}
+
+// Reads a whole config file. Only a regular file will do: toml++ reads a directory as an empty
+// document (a server with defaults, or a reload that drops every policy), and a FIFO would block.
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  absl::Status error;
+  if (::fstat(fd, &st) != 0) {
+    error = absl::InvalidArgumentError(
+        fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
+  } else if (S_ISDIR(st.st_mode)) {
+    error = absl::InvalidArgumentError(
+        fmt::format("config file {} is a directory, not a TOML file", path));
+  } else if (!S_ISREG(st.st_mode)) {
+    error = absl::InvalidArgumentError(fmt::format("config file {} is not a regular file", path));
+  } else if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
+    error = absl::InvalidArgumentError(
+        fmt::format("config file {} is too large ({} bytes)", path, st.st_size));
+  }
+  std::string content;
+  char buf[16384];
+  while (error.ok()) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = absl::InvalidArgumentError(
+          fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
+    }
+    if (n <= 0) break;
+    content.append(buf, static_cast<size_t>(n));
+    if (content.size() > kMaxConfigFileBytes) {
+      error = absl::InvalidArgumentError(fmt::format("config file {} is too large", path));
+    }
+  }
+  ::close(fd);
+  if (!error.ok()) return error;
+  return content;
 }
 
 }  // namespace
@@ -99,6 +323,69 @@ absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text) {
 
 std::string_view OverflowModeName(rl::FailureMode mode) {
   return mode == rl::FailureMode::kFailClosed ? "fail-closed" : "fail-open";
+}
+
+absl::Span<const NumericSetting> NumericSettings() { return kSettings; }
+
+const NumericSetting* FindNumericSetting(std::string_view name) {
+  for (const NumericSetting& s : kSettings) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<int64_t> ParseNumericSetting(const NumericSetting& s, std::string_view text) {
+  int64_t value = 0;
+  bool ok = false;
+  switch (s.unit) {
+    case SettingUnit::kCount: {
+      // Strict decimal: no sign but '-', no spaces, no overflow (from_chars reports it).
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      ok = !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
+      break;
+    }
+    case SettingUnit::kBytes: {
+      auto bytes = ParseMemorySize(text);
+      ok = bytes.ok();
+      if (ok) value = static_cast<int64_t>(*bytes);  // at most 2^50
+      break;
+    }
+    case SettingUnit::kDurationMs: {
+      auto ms = rl::ParseDurationMs(text);
+      ok = ms.ok();
+      if (ok) value = *ms;
+      break;
+    }
+  }
+  if (!ok || value < s.min || value > s.max) return absl::InvalidArgumentError(RangeError(s, text));
+  return value;
+}
+
+std::string FormatNumericSetting(const NumericSetting& s, int64_t value) {
+  if (s.unit == SettingUnit::kDurationMs) return rl::FormatDuration(value);
+  if (s.unit == SettingUnit::kBytes && value > 0) {
+    if (value % kGiB == 0) return fmt::format("{}gb", value / kGiB);
+    if (value % kMiB == 0) return fmt::format("{}mb", value / kMiB);
+    if (value % kKiB == 0) return fmt::format("{}kb", value / kKiB);
+  }
+  return std::to_string(value);
+}
+
+absl::Status CheckConfig(const ServerConfig& c) {
+  if (c.client_query_limit < c.proto_max_bulk_len) {
+    return absl::InvalidArgumentError(fmt::format(
+        "client-query-buffer-limit ({} bytes) must be at least proto-max-bulk-len ({} bytes): "
+        "a bulk of the largest size could never arrive",
+        c.client_query_limit, c.proto_max_bulk_len));
+  }
+  if (!IsLoopbackAddress(c.bind) && c.requirepass.empty() && c.protected_mode) {
+    return absl::InvalidArgumentError(fmt::format(
+        "refusing to listen on non-loopback address {} without a password: set --requirepass "
+        "(or requirepass in the config file), or pass --protected-mode no to accept "
+        "unauthenticated clients from the network",
+        c.bind));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<size_t> ParseMemorySize(std::string_view text) {
@@ -125,7 +412,7 @@ absl::StatusOr<size_t> ParseMemorySize(std::string_view text) {
   } else {
     return absl::InvalidArgumentError(fmt::format("invalid memory unit in '{}'", text));
   }
-  if (value > (uint64_t{1} << 50) / mult) {
+  if (value > static_cast<uint64_t>(kMaxBytes) / mult) {
     return absl::InvalidArgumentError(fmt::format("memory size too large: '{}'", text));
   }
   return static_cast<size_t>(value * mult);
@@ -138,75 +425,51 @@ bool IsLoopbackAddress(const std::string& bind) {
   return !ec && address.is_loopback();
 }
 
-absl::Status LoadConfigFile(const std::string& path, const std::vector<std::string>& keep,
-                            ServerConfig* config) {
-  auto parsed = ParseFile(path);
+absl::Status LoadConfigText(std::string_view text, std::string_view source,
+                            const std::vector<std::string>& keep, ServerConfig* config) {
+  auto parsed = ParseText(text, source);
   if (!parsed.ok()) return parsed.status();
   const toml::table& root = *parsed;
+  auto fail = [&](std::string_view key, std::string_view message) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}: {}", source, key, message));
+  };
   for (const auto& [key_node, value] : root) {
     std::string key(key_node.str());
     std::replace(key.begin(), key.end(), '_', '-');
     if (key == "policies") continue;
     if (Kept(keep, key)) continue;
-    absl::StatusOr<int64_t> number = 0;
-    if (key == "bind") {
-      auto s = value.value<std::string>();
-      if (!s) return absl::InvalidArgumentError("bind must be a string");
-      config->bind = *s;
-    } else if (key == "requirepass") {
-      auto s = value.value<std::string>();
-      if (!s) return absl::InvalidArgumentError("requirepass must be a string");
-      config->requirepass = *s;
+    if (const NumericSetting* setting = FindNumericSetting(key)) {
+      auto number = TomlNumber(*setting, value);
+      if (!number.ok()) return fail(key, ToStd(number.status().message()));
+      setting->set(*config, *number);
+    } else if (key == "bind" || key == "requirepass" || key == "snapshot") {
+      const auto* s = value.as_string();
+      if (s == nullptr) return fail(key, "must be a string");
+      if (key == "bind") config->bind = s->get();
+      if (key == "requirepass") config->requirepass = s->get();
+      if (key == "snapshot") config->snapshot_file = s->get();
     } else if (key == "protected-mode") {
-      if (auto b = value.value<bool>()) {
-        config->protected_mode = *b;
-      } else if (auto s = value.value<std::string>()) {
-        auto yes = ParseYesNo(*s);
-        if (!yes.ok()) return yes.status();
+      if (const auto* b = value.as_boolean()) {
+        config->protected_mode = b->get();
+      } else if (const auto* s = value.as_string()) {
+        auto yes = ParseYesNo(s->get());
+        if (!yes.ok()) return fail(key, ToStd(yes.status().message()));
         config->protected_mode = *yes;
       } else {
-        return absl::InvalidArgumentError("protected-mode must be yes or no");
+        return fail(key, "must be yes or no");
       }
-    } else if (key == "snapshot") {
-      auto s = value.value<std::string>();
-      if (!s) return absl::InvalidArgumentError("snapshot must be a file name");
-      config->snapshot_file = *s;
-    } else if (key == "snapshot-interval") {
-      // "5s" like every duration in rl, or an integer of milliseconds.
-      auto ms = value.is_integer() ? absl::StatusOr<int64_t>(*value.value<int64_t>())
-                                   : ParseDurationMs(value.value_or<std::string>(""));
-      if (!ms.ok() || *ms <= 0) {
-        return absl::InvalidArgumentError("snapshot-interval must be a duration such as \"5s\"");
-      }
-      config->snapshot_interval_ms = *ms;
     } else if (key == "overflow") {
-      auto s = value.value<std::string>();
-      if (!s)
-        return absl::InvalidArgumentError("overflow must be \"fail-open\" or \"fail-closed\"");
-      auto mode = ParseOverflowMode(*s);
-      if (!mode.ok()) return mode.status();
+      auto text = value.value<std::string>();
+      if (!text) return fail(key, "must be \"fail-open\" or \"fail-closed\"");
+      auto mode = ParseOverflowMode(*text);
+      if (!mode.ok()) return fail(key, ToStd(mode.status().message()));
       config->overflow = *mode;
     } else if (key == "snapshot-strict") {
-      auto b = value.value<bool>();
-      if (!b) return absl::InvalidArgumentError("snapshot-strict must be true or false");
-      config->snapshot_strict = *b;
-    } else if (key == "port" || key == "threads" || key == "maxclients" || key == "timeout" ||
-               key == "max-keys" || key == "metrics-port") {
-      number = TomlInt(value, key, /*memory=*/false);
-      if (!number.ok()) return number.status();
-      if (key == "port") config->port = static_cast<int>(*number);
-      if (key == "threads") config->threads = static_cast<int>(*number);
-      if (key == "maxclients") config->maxclients = *number;
-      if (key == "timeout") config->timeout_s = *number;
-      if (key == "max-keys") config->max_keys = static_cast<size_t>(*number);
-      if (key == "metrics-port") config->metrics_port = static_cast<int>(*number);
-    } else if (key == "max-memory" || key == "client-output-limit") {
-      number = TomlInt(value, key, /*memory=*/true);
-      if (!number.ok()) return number.status();
-      if (key == "max-memory") config->max_memory = static_cast<size_t>(*number);
-      if (key == "client-output-limit") config->client_output_limit = static_cast<size_t>(*number);
+      const auto* b = value.as_boolean();
+      if (b == nullptr) return fail(key, "must be true or false");
+      config->snapshot_strict = b->get();
     } else {
-      return absl::InvalidArgumentError(fmt::format("{}: unknown setting '{}'", path, key));
+      return absl::InvalidArgumentError(fmt::format("{}: unknown setting '{}'", source, key));
     }
   }
   auto policies = PoliciesOf(root);
@@ -215,132 +478,25 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
-    const std::string& path) {
-  auto parsed = ParseFile(path);
+absl::Status LoadConfigFile(const std::string& path, const std::vector<std::string>& keep,
+                            ServerConfig* config) {
+  auto text = ReadConfigFile(path);
+  if (!text.ok()) return text.status();
+  return LoadConfigText(*text, path, keep, config);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesText(
+    std::string_view text, std::string_view source) {
+  auto parsed = ParseText(text, source);
   if (!parsed.ok()) return parsed.status();
   return PoliciesOf(*parsed);
 }
 
-CommandLine ParseCommandLine(int argc, char** argv) {
-  CommandLine cl;
-  ServerConfig& c = cl.config;
-  std::string max_memory = "0", output_limit = "64mb", protected_mode = "yes";
-  std::string overflow = "fail-open";
-  std::string snapshot_interval = "3s";
-  po::options_description desc("Options");
-  // clang-format off
-  desc.add_options()
-      ("help,h", "print this help and exit")
-      ("version,v", "print the version and exit")
-      ("port", po::value<int>(&c.port)->default_value(c.port),
-       "TCP port to listen on (0 = any free port; the chosen one is printed)")
-      ("bind", po::value<std::string>(&c.bind)->default_value(c.bind),
-       "address to listen on; a non-loopback address needs --requirepass or --protected-mode no")
-      ("threads", po::value<int>(&c.threads)->default_value(0),
-       "I/O threads, one io_context each (0 = one per core)")
-      ("requirepass", po::value<std::string>(&c.requirepass),
-       "password clients must send with AUTH or HELLO ... AUTH")
-      ("config", po::value<std::string>(&c.config_file),
-       "TOML file with settings and a [policies] table; SIGHUP reloads its policies")
-      ("maxclients", po::value<int64_t>(&c.maxclients)->default_value(c.maxclients),
-       "most connected clients; more get '-ERR max number of clients reached'")
-      ("timeout", po::value<int64_t>(&c.timeout_s)->default_value(0),
-       "close a client idle for this many seconds (0 = never)")
-      ("max-keys", po::value<size_t>(&c.max_keys)->default_value(0),
-       "most limiter states kept; past it the least valuable are evicted (0 = engine default)")
-      ("max-memory", po::value<std::string>(&max_memory)->default_value("0"),
-       "bound on limiter memory, e.g. 512mb (0 = only --max-keys)")
-      ("overflow", po::value<std::string>(&overflow)->default_value("fail-open"),
-       "fail-open|fail-closed: new keys when --max-keys/--max-memory is reached and every state "
-       "is too used to evict safely: allowed uncounted, or denied with a retry-after")
-      ("client-output-limit", po::value<std::string>(&output_limit)->default_value("64mb"),
-       "unsent reply bytes after which a client that does not read is disconnected")
-      ("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
-       "yes|no: refuse a non-loopback --bind without --requirepass")
-      ("snapshot", po::value<std::string>(&c.snapshot_file),
-       "FILE for limiter state and policies: loaded at start, saved periodically and on "
-       "SIGTERM/SIGINT")
-      ("snapshot-interval", po::value<std::string>(&snapshot_interval)->default_value("3s"),
-       "how often the snapshot is saved, e.g. 1s or 500ms (at most one interval of grants is lost "
-       "on a crash)")
-      ("snapshot-strict", po::bool_switch(&c.snapshot_strict),
-       "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
-       "start empty)")
-      ("metrics-port", po::value<int>(&c.metrics_port)->default_value(0),
-       "Prometheus endpoint (GET /metrics) on the --bind address (0 = off)")
-      ("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
-  // clang-format on
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "rl-server: " << e.what() << "\n" << kUsage << desc;
-    cl.exit_now = true;
-    cl.exit_code = 2;
-    return cl;
-  }
-  if (vm.count("help")) {
-    std::cout << kUsage << desc;
-    cl.exit_now = true;
-    return cl;
-  }
-  if (vm.count("version")) {
-    std::cout << "rl-server " << RL_VERSION << "\n";
-    cl.exit_now = true;
-    return cl;
-  }
-  auto fail = [&cl](std::string_view message) {
-    std::cerr << "rl-server: " << message << "\n";
-    cl.exit_now = true;
-    cl.exit_code = 2;
-    return cl;
-  };
-  auto mem = ParseMemorySize(max_memory);
-  if (!mem.ok()) return fail(ToStd(mem.status().message()));
-  c.max_memory = *mem;
-  auto out = ParseMemorySize(output_limit);
-  if (!out.ok()) return fail(ToStd(out.status().message()));
-  c.client_output_limit = *out;
-  auto om = ParseOverflowMode(overflow);
-  if (!om.ok()) return fail(fmt::format("--overflow: {}", ToStd(om.status().message())));
-  c.overflow = *om;
-  auto pm = ParseYesNo(protected_mode);
-  if (!pm.ok()) return fail(fmt::format("--protected-mode: {}", ToStd(pm.status().message())));
-  c.protected_mode = *pm;
-  auto interval = rl::ParseDurationMs(snapshot_interval);
-  if (!interval.ok()) {
-    return fail(fmt::format("--snapshot-interval: {}", ToStd(interval.status().message())));
-  }
-  c.snapshot_interval_ms = *interval;
-
-  if (!c.config_file.empty()) {
-    // Flags typed on the command line win over the file.
-    std::vector<std::string> keep;
-    for (const auto& [name, value] : vm) {
-      if (!value.defaulted()) keep.push_back(name);
-    }
-    absl::Status st = LoadConfigFile(c.config_file, keep, &c);
-    if (!st.ok()) return fail(ToStd(st.message()));
-  }
-  if (c.port < 0 || c.port > 65535) return fail("--port must be in 0..65535");
-  if (c.metrics_port < 0 || c.metrics_port > 65535) {
-    return fail("--metrics-port must be in 0..65535");
-  }
-  if (c.threads < 0 || c.threads > 256) return fail("--threads must be in 0..256");
-  if (c.threads == 0) c.threads = std::max(1u, std::thread::hardware_concurrency());
-  if (c.maxclients < 1) return fail("--maxclients must be at least 1");
-  if (c.timeout_s < 0) return fail("--timeout must not be negative");
-  if (c.client_output_limit < 1024) return fail("--client-output-limit must be at least 1kb");
-  if (!IsLoopbackAddress(c.bind) && c.requirepass.empty() && c.protected_mode) {
-    return fail(fmt::format(
-        "refusing to listen on non-loopback address {} without a password: set --requirepass "
-        "(or requirepass in the config file), or pass --protected-mode no to accept "
-        "unauthenticated clients from the network",
-        c.bind));
-  }
-  return cl;
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
+    const std::string& path) {
+  auto text = ReadConfigFile(path);
+  if (!text.ok()) return text.status();
+  return LoadPoliciesText(*text, path);
 }
 
 }  // namespace rl::server

@@ -1,16 +1,20 @@
-// rl-server settings: command-line flags (Boost.Program_options) over a TOML config file
-// (toml++), plus the named policies the file defines. Flags given on the command line win over
-// the file; the file's [policies] table is re-read on SIGHUP.
+// rl-server settings: command-line flags (Boost.Program_options, flags.cc) over a TOML config
+// file (toml++), plus the named policies the file defines. Flags given on the command line win
+// over the file; the file's [policies] table is re-read on SIGHUP. Every numeric setting has one
+// row in NumericSettings() (name, unit, range) that both the flags and the file are checked
+// against, so "-1", an overflow or a wrapped value is refused the same way from either.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "rl/limiter.h"
+#include "absl/types/span.h"
 
 namespace rl::server {
 
@@ -29,7 +33,11 @@ struct ServerConfig {
   rl::FailureMode overflow = rl::FailureMode::kFailOpen;
   bool protected_mode = true;      // refuse a non-loopback bind without a password
   size_t client_output_limit = 64 << 20;  // bytes of unsent replies before a client is dropped
-  size_t client_query_limit = 1 << 30;    // bytes of unparsed input kept for one client
+  // Input: one bulk argument, one client's unparsed bytes, and all clients' input buffers
+  // together (a client whose buffer would grow past either limit is disconnected).
+  size_t proto_max_bulk_len = 512 << 10;
+  size_t client_query_limit = 16 << 20;
+  size_t client_query_total = 256 << 20;
   bool quiet = false;              // no log lines on stderr
   std::string snapshot_file;       // limiter state + policies; empty = no snapshots
   int64_t snapshot_interval_ms = 3000;  // periodic save; also on SIGTERM/SIGINT
@@ -39,8 +47,35 @@ struct ServerConfig {
   std::vector<std::pair<std::string, std::string>> policies;
 };
 
+// How a numeric setting is written: a plain count, a byte size ("64mb" or an integer) or a
+// duration ("3s" or an integer of milliseconds).
+enum class SettingUnit { kCount, kBytes, kDurationMs };
+
+struct NumericSetting {
+  std::string_view name;  // the flag without "--", and the TOML key
+  SettingUnit unit;
+  int64_t min;
+  int64_t max;
+  void (*set)(ServerConfig& config, int64_t value);  // value already within [min, max]
+  int64_t (*get)(const ServerConfig& config);
+  std::string_view help;
+};
+
+// Every numeric setting, in --help order.
+absl::Span<const NumericSetting> NumericSettings();
+// The row of `name`, or null.
+const NumericSetting* FindNumericSetting(std::string_view name);
+// Parses `text` as `setting` is written and checks its range. Errors name the setting and the
+// accepted range, e.g. "--max-keys: '-1' is not an integer in 0..4294967296".
+absl::StatusOr<int64_t> ParseNumericSetting(const NumericSetting& setting, std::string_view text);
+// The default of a setting as a user would type it ("64mb", "3s", "10000").
+std::string FormatNumericSetting(const NumericSetting& setting, int64_t value);
+// Checks between settings (after flags and file): e.g. a bulk must fit a client's buffer.
+absl::Status CheckConfig(const ServerConfig& config);
+
 // What ParseCommandLine decided: run with `config`, or exit with `exit_code` (after --help,
-// --version or an error that has already been printed).
+// --version or an error that has already been printed: 2 for a command line that cannot be
+// parsed, such as an unknown flag; 1 for a value or config file that is refused).
 struct CommandLine {
   ServerConfig config;
   bool exit_now = false;
@@ -51,13 +86,19 @@ struct CommandLine {
 CommandLine ParseCommandLine(int argc, char** argv);
 
 // Reads a TOML config file into `config`: settings the command line did not set, and the
-// [policies] table. `keep` names settings that must not be overwritten (set by flags).
+// [policies] table. `keep` names settings that must not be overwritten (set by flags). A path
+// that is not a readable regular file (a directory, a FIFO, no permission) is an error.
 absl::Status LoadConfigFile(const std::string& path, const std::vector<std::string>& keep,
                             ServerConfig* config);
+// The same from TOML text already read (`source` names it in errors).
+absl::Status LoadConfigText(std::string_view text, std::string_view source,
+                            const std::vector<std::string>& keep, ServerConfig* config);
 
-// Only the [policies] table of a config file, for SIGHUP reloads.
+// Only the [policies] table of a config file, for SIGHUP reloads (same file checks).
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
     const std::string& path);
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesText(
+    std::string_view text, std::string_view source);
 
 // "fail-open" / "fail-closed" (case-insensitive) -> the mode; its name back.
 absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text);

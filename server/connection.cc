@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include <boost/asio/write.hpp>
@@ -16,6 +17,10 @@ namespace {
 
 constexpr size_t kInitialReadBuffer = 16 * 1024;
 constexpr size_t kKeepBufferCapacity = 1 << 20;  // larger buffers are released once drained
+// Arguments in one command once authenticated. No rl command takes more than ~60 (RL.CHECK with
+// eight limits); the parser keeps 16 bytes per pending argument outside the input buffer, so
+// Redis's 1 M would let one half-sent command hold 16 MB that no buffer limit counts.
+constexpr size_t kMaxArgs = 4096;
 
 std::string EndpointString(const asio::ip::tcp::endpoint& ep) {
   std::string s = ep.address().to_string();
@@ -37,22 +42,31 @@ Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
   ServerState& state = worker_->state();
   session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
   session_.authenticated = state.config.requirepass.empty();
-  session_.created_ms = session_.last_active_ms = SteadyNowMs();
+  session_.created_ms = SteadyNowMs();
+  session_.last_active_ms.store(session_.created_ms, std::memory_order_relaxed);
+  session_.fd = socket_.native_handle();
   boost::system::error_code ec;
   auto remote = socket_.remote_endpoint(ec);
   if (!ec) session_.addr = EndpointString(remote);
   auto local = socket_.local_endpoint(ec);
   if (!ec) session_.laddr = EndpointString(local);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  in_.resize(kInitialReadBuffer);
+  if (!in_.Resize(kInitialReadBuffer)) throw std::bad_alloc();  // as the vector did
+  // The first buffer of every client is allowed (maxclients bounds them); growth is checked.
+  state.global.client_query_bytes.fetch_add(static_cast<int64_t>(in_.size()),
+                                            std::memory_order_relaxed);
   args_.reserve(16);
   UpdateParserLimits();
   worker_->Register(this);
+  state.clients.Add(&session_);  // last: CLIENT LIST may read the session from now on
   state.global.total_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
 Connection::~Connection() {
-  worker_->state().global.connected_clients.fetch_sub(1, std::memory_order_relaxed);
+  worker_->state().clients.Remove(&session_);  // first: nothing below may be read by others
+  GlobalStats& global = worker_->state().global;
+  global.connected_clients.fetch_sub(1, std::memory_order_relaxed);
+  global.client_query_bytes.fetch_sub(static_cast<int64_t>(in_.size()), std::memory_order_relaxed);
   worker_->Unregister(this);
 }
 
@@ -60,8 +74,11 @@ void Connection::Start() { DoRead(); }
 
 void Connection::UpdateParserLimits() {
   // Smaller limits until the client proves it knows the password (as Redis does).
-  parser_.set_limits(session_.authenticated ? resp::ParserLimits{}
-                                            : resp::ParserLimits::Unauthenticated());
+  if (!session_.authenticated) return parser_.set_limits(resp::ParserLimits::Unauthenticated());
+  resp::ParserLimits limits;
+  limits.max_args = kMaxArgs;
+  limits.max_bulk = worker_->state().config.proto_max_bulk_len;
+  parser_.set_limits(limits);
 }
 
 void Connection::DoRead() {
@@ -72,13 +89,12 @@ void Connection::DoRead() {
       std::memmove(in_.data(), in_.data() + in_start_, in_end_ - in_start_);
       in_end_ -= in_start_;
       in_start_ = 0;
-    } else if (in_.size() >= worker_->state().config.client_query_limit) {
-      CloseNow();
+    } else if (!GrowInput()) {
       return;
-    } else {
-      in_.resize(std::min(in_.size() * 2, worker_->state().config.client_query_limit));
     }
   }
+  session_.query_used.store(in_end_ - in_start_, std::memory_order_relaxed);
+  session_.query_size.store(in_.size(), std::memory_order_relaxed);
   socket_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       WithMemory(&read_memory_,
@@ -95,7 +111,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
     if (!write_in_flight_ && out_.empty()) CloseNow();
     return;
   }
-  session_.last_active_ms = SteadyNowMs();
+  session_.last_active_ms.store(SteadyNowMs(), std::memory_order_relaxed);
   in_end_ += n;
   if (!ProcessInput()) return;
   MaybeWrite();
@@ -106,12 +122,36 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
   }
   if (in_start_ == in_end_) {
     in_start_ = in_end_ = 0;
-    if (in_.size() > kKeepBufferCapacity) {
-      in_.resize(kInitialReadBuffer);
-      in_.shrink_to_fit();
+    const size_t old_size = in_.size();
+    if (old_size > kKeepBufferCapacity && in_.Resize(kInitialReadBuffer)) {
+      worker_->state().global.client_query_bytes.fetch_sub(
+          static_cast<int64_t>(old_size - kInitialReadBuffer), std::memory_order_relaxed);
     }
   }
   DoRead();
+}
+
+bool Connection::GrowInput() {
+  ServerState& state = worker_->state();
+  const size_t limit = state.config.client_query_limit;
+  const size_t grown = std::min(in_.size() * 2, limit);
+  const auto delta = static_cast<int64_t>(grown - in_.size());
+  // Reserve the bytes in the server-wide total first, so concurrent growth cannot overshoot.
+  const int64_t total = state.global.client_query_bytes.fetch_add(delta, std::memory_order_relaxed);
+  if (in_.size() >= limit ||
+      total + delta > static_cast<int64_t>(state.config.client_query_total)) {
+    // As Redis with client-query-buffer-limit: the client is closed, nobody else notices.
+    state.global.client_query_bytes.fetch_sub(delta, std::memory_order_relaxed);
+    state.global.query_limit_disconnects.fetch_add(1, std::memory_order_relaxed);
+    CloseNow();
+    return false;
+  }
+  if (!in_.Resize(grown)) {
+    state.global.client_query_bytes.fetch_sub(delta, std::memory_order_relaxed);
+    CloseNow();
+    return false;
+  }
+  return true;
 }
 
 bool Connection::ProcessInput() {
@@ -178,6 +218,7 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     }
     spec = sub;
   }
+  session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats};
   spec->handler(ctx);
@@ -191,6 +232,7 @@ void Connection::MaybeWrite() {
   std::swap(out_, writing_);
   out_.clear();
   write_in_flight_ = true;
+  session_.output_pending.store(writing_.size(), std::memory_order_relaxed);
   asio::async_write(
       socket_, asio::buffer(writing_),
       WithMemory(&write_memory_,
@@ -202,6 +244,7 @@ void Connection::MaybeWrite() {
 void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {
   write_in_flight_ = false;
   writing_.clear();
+  session_.output_pending.store(out_.size(), std::memory_order_relaxed);
   if (writing_.capacity() > kKeepBufferCapacity) std::string().swap(writing_);
   if (closed_) return;
   if (ec) {

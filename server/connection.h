@@ -1,10 +1,12 @@
 // One client connection. Reads into a buffer that keeps unparsed bytes (pipelining), executes
 // every complete command of a read, and sends all their replies in one write. Bounded: input by
-// the parser's limits and the query-buffer cap, output by the client output limit (a client that
-// does not read is dropped, nobody else notices). Lives on one I/O thread; never locked.
+// the parser's limits (proto-max-bulk-len) and the query-buffer caps (one client's, and all
+// clients' together), output by the client output limit (a client that does not read is dropped,
+// nobody else notices). Lives on one I/O thread; never locked.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <list>
 #include <memory>
 #include <string>
@@ -21,6 +23,33 @@
 namespace rl::server {
 
 class Worker;
+
+// A connection's input buffer. malloc'd rather than a std::vector so that growing it is one
+// realloc (for large buffers an mremap: no copy and no second buffer alive meanwhile) and new
+// bytes are not zero-filled (pages cost memory only once data arrives in them), so the bytes
+// the query-buffer limits count are close to what the process really holds.
+class InputBuffer {
+ public:
+  InputBuffer() = default;
+  InputBuffer(const InputBuffer&) = delete;
+  InputBuffer& operator=(const InputBuffer&) = delete;
+  ~InputBuffer() { std::free(data_); }
+
+  char* data() { return data_; }
+  size_t size() const { return size_; }
+  // Keeps the first min(size(), n) bytes. False (nothing changed) when memory is short.
+  bool Resize(size_t n) {
+    void* p = std::realloc(data_, n);
+    if (p == nullptr) return false;
+    data_ = static_cast<char*>(p);
+    size_ = n;
+    return true;
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -41,6 +70,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void DoRead();
+  // Doubles the input buffer within the per-client and server-wide limits; false (and the
+  // connection closed) when either would be exceeded.
+  bool GrowInput();
   void OnRead(const boost::system::error_code& ec, size_t n);
   // Parses and executes every complete command in the buffer. False when the connection closed.
   bool ProcessInput();
@@ -54,7 +86,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::ip::tcp::socket socket_;
   resp::Parser parser_;
   std::vector<std::string_view> args_;  // reused for every command
-  std::vector<char> in_;                // [in_start_, in_end_) are unparsed bytes
+  InputBuffer in_;                      // [in_start_, in_end_) are unparsed bytes
   size_t in_start_ = 0;
   size_t in_end_ = 0;
   std::string out_;      // replies not yet handed to the socket

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 
+#include "accept_backoff.h"
 #include "metrics.h"
 #include "server_state.h"
 
@@ -19,7 +20,6 @@ namespace http = beast::http;
 using asio::ip::tcp;
 
 namespace {
-constexpr int kMaxSessions = 64;
 constexpr auto kRequestTimeout = std::chrono::seconds(10);
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 }  // namespace
@@ -29,11 +29,19 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
  public:
   Session(MetricsHttpServer* owner, tcp::socket socket)
       : owner_(owner), stream_(std::move(socket)) {
-    owner_->sessions_.fetch_add(1, std::memory_order_relaxed);
+    owner_->sessions_.push_front(this);
+    pos_ = owner_->sessions_.begin();
   }
-  ~Session() { owner_->sessions_.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() { owner_->sessions_.erase(pos_); }
+
+  // Whether the session waits for a request (idle keep-alive, or a client that has not sent a
+  // whole one yet): such a session may be closed to make room for a new scraper.
+  bool waiting() const { return waiting_; }
+  std::chrono::steady_clock::time_point waiting_since() const { return waiting_since_; }
 
   void Read() {
+    waiting_ = true;
+    waiting_since_ = std::chrono::steady_clock::now();
     parser_.emplace();
     parser_->header_limit(8 * 1024);
     parser_->body_limit(0);
@@ -45,6 +53,7 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
 
  private:
   void OnRead(beast::error_code ec) {
+    waiting_ = false;
     if (ec) return Close();  // EOF, timeout, oversized or malformed request
     const auto& req = parser_->get();
     response_ = {};
@@ -78,6 +87,7 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
                       });
   }
 
+  friend class MetricsHttpServer;
   void Close() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -85,13 +95,19 @@ class MetricsHttpServer::Session : public std::enable_shared_from_this<Session> 
   }
 
   MetricsHttpServer* owner_;
+  std::list<Session*>::iterator pos_;
+  bool waiting_ = false;
+  std::chrono::steady_clock::time_point waiting_since_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_{8 * 1024};
   std::optional<http::request_parser<http::empty_body>> parser_;
   http::response<http::string_body> response_;
 };
 
-MetricsHttpServer::MetricsHttpServer(const ServerState* state) : state_(state) {}
+MetricsHttpServer::MetricsHttpServer(ServerState* state)
+    : state_(state),
+      backoff_(std::make_unique<AcceptBackoff>(ctx_, "metrics scrapers", state->config.quiet,
+                                               &state->global.accept_resource_errors)) {}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
@@ -117,8 +133,10 @@ absl::Status MetricsHttpServer::Listen(const std::string& bind, int port) {
 void MetricsHttpServer::Accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec && backoff_->OnError(ec, [this] { Accept(); })) return;
     if (!ec) {
-      if (sessions_.load(std::memory_order_relaxed) >= kMaxSessions) {
+      backoff_->OnSuccess();
+      if (sessions_.size() >= static_cast<size_t>(kMetricsMaxSessions) && !EvictIdle()) {
         socket.close(ec);  // a scraper storm must not exhaust file descriptors
       } else {
         std::make_shared<Session>(this, std::move(socket))->Read();
@@ -126,6 +144,21 @@ void MetricsHttpServer::Accept() {
     }
     Accept();
   });
+}
+
+bool MetricsHttpServer::EvictIdle() {
+  // Idle connections must never lock a scraper out: the one that has waited longest for a
+  // request makes room (its read is cancelled and it goes away with its handler).
+  Session* victim = nullptr;
+  for (Session* s : sessions_) {
+    if (s->waiting() && (victim == nullptr || s->waiting_since() < victim->waiting_since())) {
+      victim = s;
+    }
+  }
+  if (victim == nullptr) return false;
+  victim->waiting_ = false;  // not picked twice before its handler runs
+  victim->Close();
+  return true;
 }
 
 void MetricsHttpServer::Start() {

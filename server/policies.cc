@@ -20,17 +20,28 @@ absl::Status PolicyStore::LoadFromConfig(
     file_names.insert(name);
     next.push_back(std::move(*policy));
   }
-  absl::MutexLock lock(&mu_);
-  for (auto it = runtime_names_.begin(); it != runtime_names_.end();) {
-    auto current = it;
-    ++it;
-    if (file_names.contains(*current)) {
-      runtime_names_.erase(current);  // the file wins for names it defines
-      continue;
+  std::vector<std::string> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = runtime_names_.begin(); it != runtime_names_.end();) {
+      auto current = it;
+      ++it;
+      if (file_names.contains(*current)) {
+        runtime_names_.erase(current);  // the file wins for names it defines
+        continue;
+      }
+      if (auto policy = registry_.Get(*current)) next.push_back(*policy);
     }
-    if (auto policy = registry_.Get(*current)) next.push_back(*policy);
+    absl::flat_hash_set<std::string> kept;
+    for (const rl::Policy& p : next) kept.insert(p.name);
+    for (const auto& p : registry_.List()) {
+      if (!kept.contains(p->name)) removed.push_back(p->name);
+    }
+    registry_.ReplaceAll(std::move(next));
   }
-  registry_.ReplaceAll(std::move(next));
+  if (on_removed_) {
+    for (const std::string& name : removed) on_removed_(name);
+  }
   return absl::OkStatus();
 }
 
@@ -43,9 +54,14 @@ absl::Status PolicyStore::SetRuntime(rl::Policy policy) {
 }
 
 bool PolicyStore::Delete(std::string_view name) {
-  absl::MutexLock lock(&mu_);
-  runtime_names_.erase(absl::string_view(name.data(), name.size()));
-  return registry_.Delete(name);
+  bool existed;
+  {
+    absl::MutexLock lock(&mu_);
+    runtime_names_.erase(absl::string_view(name.data(), name.size()));
+    existed = registry_.Delete(name);
+  }
+  if (existed && on_removed_) on_removed_(std::string(name));
+  return existed;
 }
 
 }  // namespace rl::server

@@ -6,6 +6,7 @@
 // keeps counting across a reload.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,6 +28,12 @@ class PolicyStore {
   // RL.POLICY SET / DEL.
   absl::Status SetRuntime(rl::Policy policy);
   bool Delete(std::string_view name);
+  // Called (from whichever thread removed it, after the removal) with the name of every policy
+  // that RL.POLICY DEL or a reload removes, so what is kept per policy can go with it. Set once,
+  // before any connection exists.
+  void set_on_removed(std::function<void(const std::string&)> on_removed) {
+    on_removed_ = std::move(on_removed);
+  }
 
   std::shared_ptr<const rl::Policy> Get(std::string_view name) const {
     return registry_.Get(name);
@@ -42,6 +49,7 @@ class PolicyStore {
 
  private:
   rl::PolicyRegistry registry_;
+  std::function<void(const std::string&)> on_removed_;
   // Serializes SET/DEL against reloads so a reload never loses a concurrent SET.
   mutable absl::Mutex mu_;
   absl::flat_hash_set<std::string> runtime_names_ ABSL_GUARDED_BY(mu_);

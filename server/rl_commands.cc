@@ -1,9 +1,9 @@
-// The rate-limit commands of rl-server: RL.CHECK, RL.PEEK, RL.RESET, RL.POLICY and redis-cell's
-// CL.THROTTLE. Grammar, validation, decisions and reply shapes live in the shared command layer
-// (command/, also behind rl.so); this file only supplies the server's engine (the shared
-// rl::Limiter, with per-policy statistics), its policy store and its command table rows. Inline
-// limits are parsed into a fixed array and replies go straight into the connection's output
-// buffer, so a check allocates nothing.
+// The rate-limit commands of rl-server: RL.CHECK, RL.PEEK, RL.RESET, RL.REFUND, RL.CHARGE,
+// RL.ACQUIRE, RL.RELEASE, RL.POLICY and redis-cell's CL.THROTTLE. Grammar, validation, decisions
+// and reply shapes live in the shared command layer (command/, also behind rl.so); this file only
+// supplies the server's engine (the shared rl::Limiter, with per-policy statistics), its policy
+// store and its command table rows. Inline limits are parsed into a fixed array and replies go
+// straight into the connection's output buffer, so a check allocates nothing.
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +18,8 @@
 namespace rl::server {
 namespace {
 
+using command::Acquired;
+using command::ReleaseRequest;
 using command::Request;
 using command::ThrottleRequest;
 using command::Verb;
@@ -40,6 +42,18 @@ class ServerEngine {
   }
   absl::StatusOr<Decision> Peek(const Request& r) { return engine_.Peek(r); }
   absl::StatusOr<int64_t> Reset(const Request& r) { return engine_.Reset(r); }
+  absl::StatusOr<Decision> Refund(const Request& r) { return engine_.Refund(r); }
+  absl::StatusOr<Decision> Charge(const Request& r) { return engine_.Charge(r); }
+  // An acquire counts as a check of its policy (allowed: a lease was granted).
+  absl::StatusOr<Acquired> Acquire(const Request& r) {
+    absl::StatusOr<Acquired> a = engine_.Acquire(r);
+    if (a.ok()) {
+      const Decision& d = a->decision;
+      ctx_.stats.RecordCheck(r.scope, d.allowed, r.shadow && !d.allowed, d.limit, d.remaining);
+    }
+    return a;
+  }
+  absl::StatusOr<bool> Release(const ReleaseRequest& r) { return engine_.Release(r); }
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     absl::StatusOr<Decision> d = engine_.Throttle(t);
     if (d.ok()) {
@@ -84,6 +98,22 @@ void Reset(CommandContext& ctx) {
   ServerEngine engine(ctx);
   command::RunReset(engine, ctx.w, ctx.args, Lookup(ctx));
 }
+void Refund(CommandContext& ctx) {
+  ServerEngine engine(ctx);
+  command::RunAdjust(engine, ctx.w, Verb::kRefund, ctx.args, Lookup(ctx));
+}
+void Charge(CommandContext& ctx) {
+  ServerEngine engine(ctx);
+  command::RunAdjust(engine, ctx.w, Verb::kCharge, ctx.args, Lookup(ctx));
+}
+void Acquire(CommandContext& ctx) {
+  ServerEngine engine(ctx);
+  command::RunAcquire(engine, ctx.w, ctx.args, Lookup(ctx));
+}
+void Release(CommandContext& ctx) {
+  ServerEngine engine(ctx);
+  command::RunRelease(engine, ctx.w, ctx.args);
+}
 void Throttle(CommandContext& ctx) {
   ServerEngine engine(ctx);
   command::RunThrottle(engine, ctx.w, ctx.args);
@@ -112,6 +142,8 @@ Handler HandlerFor(std::string_view name) {
   static constexpr std::pair<std::string_view, Handler> kHandlers[] = {
       {"rl.check", Check},           {"rl.peek", Peek},
       {"rl.reset", Reset},           {"cl.throttle", Throttle},
+      {"rl.refund", Refund},         {"rl.charge", Charge},
+      {"rl.acquire", Acquire},       {"rl.release", Release},
       {"rl.policy|set", PolicySet},  {"rl.policy|get", PolicyGet},
       {"rl.policy|del", PolicyDel},  {"rl.policy|list", PolicyList},
       {"rl.policy|help", PolicyHelp}};

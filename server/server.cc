@@ -2,11 +2,11 @@
 #include "server.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
-#include <mutex>
 #include <random>
+
+#include <sys/resource.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -14,6 +14,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "accept_backoff.h"
 #include "connection.h"
 #include "metrics_http.h"
 #include "snapshot.h"
@@ -48,6 +49,42 @@ std::string RandomRunId() {
 }
 
 }  // namespace
+
+absl::Status FitMaxClientsToFileLimit(ServerConfig* config) {
+  // Descriptors besides clients: stdio, the listeners, an epoll + eventfd + timerfd per
+  // io_context, the signal pipe, snapshot files (32, as Redis reserves), and the metrics
+  // endpoint's sessions when it is on.
+  const int64_t reserved =
+      32 + 4 * int64_t{config->threads} + (config->metrics_port > 0 ? 4 + kMetricsMaxSessions : 0);
+  const int64_t wanted = config->maxclients + reserved;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return absl::OkStatus();
+  if (lim.rlim_cur == RLIM_INFINITY || static_cast<int64_t>(lim.rlim_cur) >= wanted) {
+    return absl::OkStatus();
+  }
+  // Raise the soft limit as far as the hard one allows.
+  rlim_t target = lim.rlim_max == RLIM_INFINITY || static_cast<int64_t>(lim.rlim_max) >= wanted
+                      ? static_cast<rlim_t>(wanted)
+                      : lim.rlim_max;
+  if (target > lim.rlim_cur) {
+    rlimit raised{target, lim.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim.rlim_cur = target;
+  }
+  if (static_cast<int64_t>(lim.rlim_cur) >= wanted) return absl::OkStatus();
+  const int64_t fit = static_cast<int64_t>(lim.rlim_cur) - reserved;
+  if (fit < 1) {
+    return absl::ResourceExhaustedError(
+        fmt::format("the open-file limit (ulimit -n) of {} is too low: rl-server needs at least {} "
+                    "descriptors for itself and one client",
+                    lim.rlim_cur, reserved + 1));
+  }
+  Log(*config, fmt::format("warning: maxclients {} needs {} file descriptors but the open-file "
+                           "limit (ulimit -n) is {}: maxclients lowered to {} (raise ulimit -n "
+                           "for more)",
+                           config->maxclients, wanted, lim.rlim_cur, fit));
+  config->maxclients = fit;
+  return absl::OkStatus();
+}
 
 bool PasswordMatches(std::string_view guess, std::string_view secret) {
   // Touch every byte of the guess whatever the secret, so timing reveals no prefix match.
@@ -99,11 +136,22 @@ void Worker::Sweep() {
   int64_t now = SteadyNowMs();
   // Closing only marks the socket; connections unregister later, from their handlers.
   for (Connection* conn : connections_) {
-    if (now - conn->session().last_active_ms > limit_ms) {
+    if (now - conn->session().last_active_ms.load(std::memory_order_relaxed) > limit_ms) {
       state_->global.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
       conn->CloseNow();
     }
   }
+}
+
+void Worker::Drain() {
+  shutting_down_ = true;  // an Adopt still queued closes its socket
+  sweep_timer_.cancel();
+  guard_.reset();
+  std::vector<Connection*> conns(connections_.begin(), connections_.end());
+  for (Connection* conn : conns) conn->CloseNow();
+  // Closing aborted every pending read and write; their handlers hold the last references.
+  ctx_.restart();
+  ctx_.poll();
 }
 
 void Worker::BeginShutdown() {
@@ -122,6 +170,8 @@ Server::Server(ServerConfig config) { state_.config = std::move(config); }
 Server::~Server() = default;
 
 absl::Status Server::Start() {
+  absl::Status fds = FitMaxClientsToFileLimit(&state_.config);
+  if (!fds.ok()) return fds;
   const ServerConfig& c = state_.config;
   rl::LimiterOptions options;
   options.max_keys = c.max_keys;
@@ -137,6 +187,13 @@ absl::Status Server::Start() {
     state_.worker_stats.push_back(std::make_unique<WorkerStats>());
     workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get()));
   }
+  // A deleted policy's counters go with it, on each I/O thread (their only writer).
+  state_.policies.set_on_removed([this](const std::string& name) {
+    for (auto& worker : workers_) {
+      WorkerStats* stats = &worker->stats();
+      asio::post(worker->context(), [stats, name] { stats->Forget(name); });
+    }
+  });
   // Before listening: no check may run on an empty limiter that a snapshot would fill.
   snapshotter_ = std::make_unique<Snapshotter>(&state_);
   state_.snapshotter = snapshotter_.get();
@@ -173,7 +230,10 @@ absl::Status Server::Start() {
         fmt::format("cannot listen on {}:{}: {}", c.bind, c.port, ec.message()));
   }
   state_.port = acceptor_->local_endpoint().port();
-  signals_ = std::make_unique<asio::signal_set>(main_ctx, SIGTERM, SIGINT, SIGHUP);
+  accept_backoff_ = std::make_unique<AcceptBackoff>(main_ctx, "clients", c.quiet,
+                                                    &state_.global.accept_resource_errors);
+  signals_ = std::make_unique<asio::signal_set>(control_ctx_, SIGTERM, SIGINT, SIGHUP);
+  grace_timer_ = std::make_unique<asio::steady_timer>(control_ctx_);
   return absl::OkStatus();
 }
 
@@ -184,6 +244,7 @@ void Server::Accept() {
                                                             tcp::socket socket) {
     if (stopping_) return;
     if (!ec) {
+      accept_backoff_->OnSuccess();
       auto& global = state_.global;
       if (global.connected_clients.load(std::memory_order_relaxed) >= state_.config.maxclients) {
         // As Redis: tell the client why, then close. A fresh socket accepts this small write.
@@ -202,6 +263,10 @@ void Server::Accept() {
       }
     } else if (ec == asio::error::operation_aborted) {
       return;
+    } else if (accept_backoff_->OnError(ec, [this] {
+                 if (!stopping_) Accept();
+               })) {
+      return;
     }
     Accept();
   });
@@ -212,11 +277,16 @@ void Server::WaitSignal() {
     if (ec) return;
     if (signo == SIGHUP) {
       Reload();
-      WaitSignal();
+    } else if (!stopping_) {
+      Log(state_.config, fmt::format("signal {}: shutting down", signo));
+      Shutdown();
+    } else {
+      Log(state_.config, fmt::format("signal {} again: closing the remaining clients now", signo));
+      forced_ = true;
+      ForceStop();
       return;
     }
-    Log(state_.config, fmt::format("signal {}: shutting down", signo));
-    Shutdown();
+    WaitSignal();
   });
 }
 
@@ -237,15 +307,30 @@ void Server::Reload() {
 }
 
 void Server::Shutdown() {
-  if (stopping_) return;
   stopping_ = true;
-  boost::system::error_code ec;
-  acceptor_->close(ec);
-  signals_->cancel(ec);
+  // The acceptor belongs to worker 0's thread; closing it there aborts the pending accept.
+  asio::post(workers_[0]->context(), [this] {
+    boost::system::error_code ec;
+    acceptor_->close(ec);
+    accept_backoff_->Cancel();
+  });
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     asio::post(w->context(), [w] { w->BeginShutdown(); });
   }
+  // A client that never reads its replies must not hold the process forever.
+  grace_timer_->expires_after(std::chrono::milliseconds(kShutdownGraceMs));
+  grace_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    Log(state_.config,
+        fmt::format("clients still connected after {} ms: closing them", kShutdownGraceMs));
+    ForceStop();
+  });
+}
+
+void Server::ForceStop() {
+  grace_timer_->cancel();
+  for (auto& w : workers_) w->context().stop();
 }
 
 int Server::Run() {
@@ -259,34 +344,18 @@ int Server::Run() {
 
   snapshotter_->StartPeriodic();
   if (metrics_) metrics_->Start();
+  auto control_guard = asio::make_work_guard(control_ctx_);
+  std::thread control([this] { control_ctx_.run(); });
   std::vector<std::thread> threads;
   for (size_t i = 1; i < workers_.size(); ++i) {
     threads.emplace_back([w = workers_[i].get()] { w->Run(); });
   }
-  // A watchdog so a client that never drains its replies cannot hold shutdown forever.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(mu);
-    int64_t stop_seen_ms = 0;
-    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) {
-      if (!stopping_.load()) continue;
-      if (stop_seen_ms == 0) stop_seen_ms = SteadyNowMs();
-      if (SteadyNowMs() - stop_seen_ms > 5000) {
-        for (auto& w : workers_) w->context().stop();
-        return;
-      }
-    }
-  });
   workers_[0]->Run();
   for (auto& t : threads) t.join();
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  watchdog.join();
+  control_ctx_.stop();
+  control.join();
+  // Whatever the grace period left behind is freed now, with every worker still whole.
+  for (auto& w : workers_) w->Drain();
   if (metrics_) metrics_->Stop();
   // Every worker has stopped, so this snapshot holds every grant made.
   snapshotter_->Stop();
@@ -303,6 +372,7 @@ int Server::Run() {
       exit_code = 1;  // a supervisor should notice that state was lost
     }
   }
+  if (forced_) exit_code = 1;  // some clients did not get their replies
   Log(state_.config, "bye");
   return exit_code;
 }

@@ -1,6 +1,8 @@
 // The rl-server process: one acceptor, N I/O threads with an io_context each (connections are
 // handed out round-robin and stay on their thread), signal handling (SIGTERM/SIGINT: stop
-// accepting, finish replies, exit 0; SIGHUP: reload the config file's policies).
+// accepting, finish replies within a grace period, save, exit 0; a second SIGTERM/SIGINT during
+// the grace period closes the remaining clients at once and exits 1 after the save; SIGHUP:
+// reload the config file's policies).
 #pragma once
 
 #include <atomic>
@@ -21,6 +23,7 @@
 
 namespace rl::server {
 
+class AcceptBackoff;
 class Connection;
 class MetricsHttpServer;
 class Snapshotter;
@@ -40,6 +43,9 @@ class Worker {
   // Closes connections gracefully and lets run() return once they are gone.
   void BeginShutdown();
   void Run();
+  // After run() returned on every I/O thread (the grace period is over): closes what is left and
+  // runs the aborted handlers, so every connection is freed here, while this worker is whole.
+  void Drain();
 
  private:
   void ScheduleSweep();
@@ -47,10 +53,12 @@ class Worker {
 
   ServerState* state_;
   WorkerStats* stats_;
+  // Declared before ctx_ so it outlives it: handlers the io_context destroys own connections,
+  // whose destructors unregister from this list.
+  std::list<Connection*> connections_;
   boost::asio::io_context ctx_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   boost::asio::steady_timer sweep_timer_;
-  std::list<Connection*> connections_;
   bool shutting_down_ = false;
 };
 
@@ -61,7 +69,8 @@ class Server {
 
   // Builds the engine, loads policies, binds and listens. Errors are printed by the caller.
   absl::Status Start();
-  // Runs until SIGTERM/SIGINT; returns the process exit code.
+  // Runs until SIGTERM/SIGINT; returns the process exit code: 0, or 1 when the final snapshot
+  // failed or a second SIGTERM/SIGINT cut the grace period short.
   int Run();
   int port() const { return state_.port; }
 
@@ -69,17 +78,35 @@ class Server {
   void Accept();
   void WaitSignal();
   void Reload();
+  // First SIGTERM/SIGINT: stop accepting, let every connection send what it has, and give them
+  // a grace period.
   void Shutdown();
+  // Grace period over, or a second signal: stop every I/O thread now.
+  void ForceStop();
 
   ServerState state_;
   std::unique_ptr<Snapshotter> snapshotter_;  // after state_: it reads state_ until destroyed
   std::unique_ptr<MetricsHttpServer> metrics_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;  // on workers_[0]'s io_context
+  std::unique_ptr<AcceptBackoff> accept_backoff_;             // the same
+  // Signals and the grace timer live on a thread of their own: a second signal is heard while
+  // the I/O threads drain, and no I/O thread waits on them to finish.
+  boost::asio::io_context control_ctx_{1};
   std::unique_ptr<boost::asio::signal_set> signals_;
+  std::unique_ptr<boost::asio::steady_timer> grace_timer_;
   size_t next_worker_ = 0;
   std::atomic<bool> stopping_{false};
+  bool forced_ = false;  // control thread; read after it is joined
 };
+
+// How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
+inline constexpr int kShutdownGraceMs = 5000;
+
+// Lowers config->maxclients, with a warning, so clients and the server's own descriptors fit
+// RLIMIT_NOFILE (raising the soft limit first if the hard one allows); an error when not even
+// one client fits.
+absl::Status FitMaxClientsToFileLimit(ServerConfig* config);
 
 // Current steady-clock milliseconds (idle timeouts, uptime).
 int64_t SteadyNowMs();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "client_registry.h"
 #include "command_table.h"
 #include "config.h"
 #include "policies.h"
@@ -23,6 +24,7 @@ struct ServerState {
   std::unique_ptr<rl::Limiter> limiter;
   PolicyStore policies;
   CommandTable commands;
+  ClientRegistry clients;  // every connection's session, for CLIENT LIST
   GlobalStats global;
   std::vector<std::unique_ptr<WorkerStats>> worker_stats;  // one per I/O thread
   std::atomic<uint64_t> next_client_id{1};

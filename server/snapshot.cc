@@ -20,56 +20,8 @@
 #include "server.h"
 #include "server_state.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 namespace rl::server {
 namespace {
-
-constexpr char kMagic[8] = {'R', 'L', 'S', 'R', 'V', 'S', 'N', 'P'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kMaxNameOrSpec = 1 << 16;
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-void PutString(std::string* out, std::string_view s) {
-  Put<uint32_t>(out, static_cast<uint32_t>(s.size()));
-  out->append(s);
-}
-
-// Bounds-checked reads over untrusted bytes.
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (left() < sizeof(T)) return false;
-    std::memcpy(v, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool GetBytes(size_t n, std::string_view* out) {
-    if (left() < n) return false;
-    *out = data_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool GetString(std::string* out) {
-    uint32_t n;
-    std::string_view bytes;
-    if (!Get(&n) || n > kMaxNameOrSpec || !GetBytes(n, &bytes)) return false;
-    out->assign(bytes);
-    return true;
-  }
-  size_t left() const { return data_.size() - pos_; }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
 
 std::string Errno(std::string_view what, const std::string& path) {
   return fmt::format("{} {}: {}", what, path, std::strerror(errno));
@@ -151,69 +103,6 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-void EncodeSnapshot(int64_t saved_wall_ms, uint64_t states,
-                    const std::vector<SavedPolicy>& policies, std::string_view state,
-                    std::string* prefix, std::string* suffix) {
-  prefix->assign(kMagic, sizeof(kMagic));
-  Put<uint32_t>(prefix, kVersion);
-  Put<uint32_t>(prefix, 0);
-  Put<int64_t>(prefix, saved_wall_ms);
-  Put<uint64_t>(prefix, states);
-  Put<uint32_t>(prefix, static_cast<uint32_t>(policies.size()));
-  for (const SavedPolicy& p : policies) {
-    Put<uint8_t>(prefix, p.runtime ? 1 : 0);
-    PutString(prefix, p.name);
-    PutString(prefix, p.spec);
-  }
-  Put<uint64_t>(prefix, state.size());
-  XXH64_state_t* h = XXH64_createState();
-  XXH64_reset(h, 0);
-  XXH64_update(h, prefix->data(), prefix->size());
-  XXH64_update(h, state.data(), state.size());
-  uint64_t sum = XXH64_digest(h);
-  XXH64_freeState(h);
-  suffix->clear();
-  Put<uint64_t>(suffix, sum);
-}
-
-absl::Status DecodeSnapshot(std::string_view data, DecodedSnapshot* out) {
-  if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-    return absl::InvalidArgumentError("not an rl-server snapshot (bad magic or empty file)");
-  }
-  uint64_t sum;
-  std::memcpy(&sum, data.data() + data.size() - 8, 8);
-  std::string_view body = data.substr(0, data.size() - 8);
-  if (XXH64(body.data(), body.size(), 0) != sum) {
-    return absl::DataLossError(
-        fmt::format("checksum mismatch ({} bytes; truncated or corrupt)", data.size()));
-  }
-  Reader r(body.substr(sizeof(kMagic)));
-  uint32_t version, flags, count;
-  if (!r.Get(&version) || !r.Get(&flags)) return absl::DataLossError("header truncated");
-  if (version != kVersion) {
-    return absl::InvalidArgumentError(fmt::format("unsupported snapshot version {}", version));
-  }
-  if (!r.Get(&out->saved_wall_ms) || !r.Get(&out->states) || !r.Get(&count)) {
-    return absl::DataLossError("header truncated");
-  }
-  if (count > r.left() / 9) return absl::DataLossError("bad policy count");
-  out->policies.clear();
-  for (uint32_t i = 0; i < count; ++i) {
-    SavedPolicy p;
-    uint8_t runtime;
-    if (!r.Get(&runtime) || !r.GetString(&p.name) || !r.GetString(&p.spec)) {
-      return absl::DataLossError("policy record truncated");
-    }
-    p.runtime = runtime != 0;
-    out->policies.push_back(std::move(p));
-  }
-  uint64_t state_len;
-  if (!r.Get(&state_len) || state_len != r.left() || !r.GetBytes(state_len, &out->state)) {
-    return absl::DataLossError("engine state length does not match the file");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts) {
   const std::string tmp = path + ".tmp";
   // O_NOFOLLOW: a planted symlink must not redirect the write elsewhere.
@@ -286,25 +175,11 @@ absl::Status Snapshotter::Load() {
   }
   DecodedSnapshot snap;
   bool opened = st.ok();
-  if (st.ok()) st = DecodeSnapshot(file.data(), &snap);
-  // Parse every policy before changing anything, so a bad file changes nothing.
   std::vector<rl::Policy> restore;
-  for (const SavedPolicy& p : snap.policies) {
-    if (!st.ok()) break;
-    if (!p.runtime) continue;  // the config file is authoritative for its own policies
-    bool in_file = false;
-    for (const auto& [name, spec] : state_->config.policies) in_file = in_file || name == p.name;
-    if (in_file) continue;
-    auto policy = rl::ParsePolicy(p.name, std::string_view(p.spec));
-    if (!policy.ok()) {
-      st = absl::DataLossError(
-          fmt::format("policy '{}': {}", p.name, ToStd(policy.status().message())));
-      break;
-    }
-    restore.push_back(std::move(*policy));
-  }
+  if (st.ok()) st = ParseSnapshot(file.data(), state_->config.policies, &snap, &restore);
   int64_t read_us = MicrosSince(started);
-  if (st.ok()) st = state_->limiter->ImportState(snap.state);
+  uint64_t in_file = 0;  // what the engine found, not what the header claims
+  if (st.ok()) st = state_->limiter->ImportState(snap.state, &in_file);
   if (!st.ok()) {
     std::string message = fmt::format("cannot load snapshot {}: {}", path, ToStd(st.message()));
     {
@@ -332,14 +207,14 @@ absl::Status Snapshotter::Load() {
   Log(fmt::format(
       "loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
       "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",
-      path, kept, snap.states, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000,
-      read_us / 1000, (us - read_us) / 1000, cpu_us / 1000));
+      path, kept, in_file, restore.size(), WallMs() - snap.saved_wall_ms, us / 1000, read_us / 1000,
+      (us - read_us) / 1000, cpu_us / 1000));
   absl::MutexLock lock(&stats_mu_);
   // What is in memory now is what was saved then: LASTSAVE (and INFO's last save time) report
   // that save rather than "never", so a monitor of save age sees the true age after a restart.
   stats_.last_save_wall_ms = snap.saved_wall_ms;
   stats_.load_status = "ok";
-  stats_.load_file_keys = snap.states;
+  stats_.load_file_keys = in_file;
   stats_.load_keys = kept;
   stats_.load_policies = restore.size();
   stats_.load_duration_us = us;
@@ -362,9 +237,11 @@ absl::Status Snapshotter::Save() {
   for (const auto& p : state_->policies.List()) {
     policies.push_back({p->name, rl::FormatPolicy(*p), state_->policies.IsRuntime(p->name)});
   }
-  uint64_t states = state_->limiter->KeyCount();
+  // Counted by the export as it writes: a count taken before (or after) it disagrees with the
+  // file by whatever checks ran meanwhile.
+  uint64_t states = 0;
   std::string engine, prefix, suffix;
-  absl::Status st = state_->limiter->ExportState(&engine);
+  absl::Status st = state_->limiter->ExportState(&engine, &states);
   if (st.ok()) {
     EncodeSnapshot(WallMs(), states, policies, engine, &prefix, &suffix);
     st = WriteFileDurably(path, {prefix, engine, suffix});

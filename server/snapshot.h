@@ -2,12 +2,8 @@
 // one file periodically on a thread of its own and on SIGTERM/SIGINT, and loaded at start, so a
 // restart does not hand every client a fresh burst.
 //
-// File layout (little-endian): "RLSRVSNP", u32 version, u32 flags (0), i64 wall ms at save,
-// u64 states at save, u32 policy count, per policy {u8 runtime, u32 name length, name, u32 spec
-// length, spec (FormatPolicy)}, u64 length of the engine snapshot, the engine snapshot
-// (Limiter::ExportState: its own version and checksum, times in wall-clock ms), then u64 XXH64
-// of everything before it. A save writes FILE.tmp, fsyncs it, renames it over FILE and fsyncs
-// the directory, so a crash at any point leaves the last good snapshot in place.
+// The file's format is in snapshot_format.h. A save writes FILE.tmp, fsyncs it, renames it over
+// FILE and fsyncs the directory, so a crash at any point leaves the last good snapshot in place.
 #pragma once
 
 #include <condition_variable>
@@ -20,34 +16,13 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "snapshot_format.h"
 
 namespace rl::server {
 
 struct ServerState;
 struct CommandSpec;
 
-// One policy as a snapshot stores it.
-struct SavedPolicy {
-  std::string name;
-  std::string spec;      // FormatPolicy text; ParsePolicy round-trips it
-  bool runtime = false;  // defined by RL.POLICY SET (the config file's own are not restored)
-};
-
-// A decoded snapshot file; `state` points into the decoded buffer.
-struct DecodedSnapshot {
-  int64_t saved_wall_ms = 0;
-  uint64_t states = 0;
-  std::vector<SavedPolicy> policies;
-  std::string_view state;
-};
-
-// The container without the engine bytes: header + policies + state length (prefix) and the
-// checksum over prefix + state (suffix). Split so a save never copies the engine snapshot.
-void EncodeSnapshot(int64_t saved_wall_ms, uint64_t states,
-                    const std::vector<SavedPolicy>& policies, std::string_view state,
-                    std::string* prefix, std::string* suffix);
-// Verifies magic, version, bounds and checksum. Errors name what is wrong; never crashes.
-absl::Status DecodeSnapshot(std::string_view data, DecodedSnapshot* out);
 // Writes `parts` to path.tmp, fsyncs, renames over `path`, fsyncs the directory.
 absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts);
 

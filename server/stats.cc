@@ -37,9 +37,11 @@ void WorkerStats::RecordLatency(CommandFamily family, int64_t ns) {
   Bump(h.count);
 }
 
-void WorkerStats::AddTo(std::map<std::string, PolicyCounters>* out) const {
-  absl::MutexLock lock(&mu_);
-  for (const auto& [name, c] : per_policy_) {
+namespace {
+
+template <typename Map, typename Source>
+void AddCounters(const Source& per_policy, Map* out) {
+  for (const auto& [name, c] : per_policy) {
     PolicyCounters& o = (*out)[name];
     o.checks += c->checks.load(std::memory_order_relaxed);
     o.allowed += c->allowed.load(std::memory_order_relaxed);
@@ -47,6 +49,37 @@ void WorkerStats::AddTo(std::map<std::string, PolicyCounters>* out) const {
     o.shadow_denied += c->shadow_denied.load(std::memory_order_relaxed);
     o.near_limit += c->near_limit.load(std::memory_order_relaxed);
   }
+}
+
+}  // namespace
+
+void WorkerStats::Forget(const std::string& policy) {
+  absl::MutexLock lock(&mu_);  // readers iterate under it
+  auto it = per_policy_.find(policy);
+  if (it == per_policy_.end()) return;
+  const Counters& c = *it->second;
+  Bump(retired_.checks, c.checks.load(std::memory_order_relaxed));
+  Bump(retired_.allowed, c.allowed.load(std::memory_order_relaxed));
+  Bump(retired_.denied, c.denied.load(std::memory_order_relaxed));
+  Bump(retired_.shadow_denied, c.shadow_denied.load(std::memory_order_relaxed));
+  Bump(retired_.near_limit, c.near_limit.load(std::memory_order_relaxed));
+  per_policy_.erase(it);
+}
+
+void WorkerStats::AddTo(std::map<std::string, PolicyCounters>* out) const {
+  absl::MutexLock lock(&mu_);
+  AddCounters(per_policy_, out);
+}
+
+void WorkerStats::AddTo(absl::flat_hash_map<std::string, PolicyCounters>* out,
+                        PolicyCounters* retired) const {
+  absl::MutexLock lock(&mu_);
+  AddCounters(per_policy_, out);
+  retired->checks += retired_.checks.load(std::memory_order_relaxed);
+  retired->allowed += retired_.allowed.load(std::memory_order_relaxed);
+  retired->denied += retired_.denied.load(std::memory_order_relaxed);
+  retired->shadow_denied += retired_.shadow_denied.load(std::memory_order_relaxed);
+  retired->near_limit += retired_.near_limit.load(std::memory_order_relaxed);
 }
 
 void WorkerStats::AddLatency(LatencySnapshot* out) const {

@@ -74,8 +74,14 @@ class WorkerStats {
   uint64_t commands() const { return commands_.load(std::memory_order_relaxed); }
   // RL.* and CL.THROTTLE commands: the only ones that change limiter state or policies.
   uint64_t rl_commands() const { return latency_[kFamilyRl].count.load(std::memory_order_relaxed); }
+  // Drops the counters of a policy that no longer exists, folding them into the retired totals
+  // (so server-wide totals never go backwards). Owner thread only (the lookup in RecordCheck
+  // takes no lock); the server posts it to every I/O thread when a policy goes.
+  void Forget(const std::string& policy);
   // Adds this worker's per-policy counters into *out.
   void AddTo(std::map<std::string, PolicyCounters>* out) const;
+  // The same, and (in one consistent read) the counters of forgotten policies into *retired.
+  void AddTo(absl::flat_hash_map<std::string, PolicyCounters>* out, PolicyCounters* retired) const;
   // Adds this worker's latency histograms into *out.
   void AddLatency(LatencySnapshot* out) const;
 
@@ -105,6 +111,7 @@ class WorkerStats {
   // takes it only to insert a new name; readers take it to iterate.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Counters>> per_policy_;
+  Counters retired_;  // written by the owner thread only
   std::array<Histogram, kCommandFamilies> latency_;
 };
 
@@ -116,6 +123,9 @@ struct GlobalStats {
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> output_limit_disconnects{0};
   std::atomic<uint64_t> idle_disconnects{0};
+  std::atomic<uint64_t> accept_resource_errors{0};   // accepts failed for lack of fds or memory
+  std::atomic<int64_t> client_query_bytes{0};        // all clients' input buffers (allocated bytes)
+  std::atomic<uint64_t> query_limit_disconnects{0};  // clients past a query-buffer limit
 };
 
 }  // namespace rl::server

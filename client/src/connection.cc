@@ -60,14 +60,15 @@ void Connection::Abandon(std::shared_ptr<Call> call, absl::Duration waited) {
   asio::post(io_, [this, call = std::move(call), waited] {
     if (call->done()) return;
     Fail(absl::DeadlineExceededError(
-        absl::StrCat("rl-server did not answer within ", absl::FormatDuration(waited))));
+        absl::StrCat(options_.name, " did not answer within ", absl::FormatDuration(waited))));
   });
 }
 
 void Connection::DoSubmit(std::shared_ptr<Call> call, std::string command) {
   if (state_ == State::kDisconnected) {
     if (InBackoff()) {
-      call->Fail(absl::UnavailableError("rl-server unreachable (reconnect back-off)"));
+      call->Fail(
+          absl::UnavailableError(absl::StrCat(options_.name, " unreachable (reconnect back-off)")));
       return;
     }
     StartConnect();
@@ -85,7 +86,8 @@ void Connection::StartConnect() {
       [this, generation](const boost::system::error_code& ec, const tcp::endpoint&) {
         if (generation != generation_) return;
         if (ec) {
-          Fail(absl::UnavailableError(absl::StrCat("connect to rl-server: ", ec.message())));
+          Fail(absl::UnavailableError(
+              absl::StrCat("connect to ", options_.name, ": ", ec.message())));
           return;
         }
         OnConnected();
@@ -116,30 +118,31 @@ void Connection::StartWrite() {
   out_.clear();
   write_in_flight_ = true;
   const uint64_t generation = generation_;
-  asio::async_write(
-      socket_, asio::buffer(writing_),
-      [this, generation](const boost::system::error_code& ec, size_t) {
-        if (generation != generation_) return;
-        write_in_flight_ = false;
-        if (ec) {
-          Fail(absl::UnavailableError(absl::StrCat("write to rl-server: ", ec.message())));
-          return;
-        }
-        StartWrite();
-      });
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [this, generation](const boost::system::error_code& ec, size_t) {
+                      if (generation != generation_) return;
+                      write_in_flight_ = false;
+                      if (ec) {
+                        Fail(absl::UnavailableError(
+                            absl::StrCat("write to ", options_.name, ": ", ec.message())));
+                        return;
+                      }
+                      StartWrite();
+                    });
 }
 
 void Connection::StartRead() {
   const uint64_t generation = generation_;
-  socket_.async_read_some(
-      asio::buffer(read_chunk_), [this, generation](const boost::system::error_code& ec, size_t n) {
-        if (generation != generation_) return;
-        if (ec) {
-          Fail(absl::UnavailableError(absl::StrCat("read from rl-server: ", ec.message())));
-          return;
-        }
-        OnData(n);
-      });
+  socket_.async_read_some(asio::buffer(read_chunk_),
+                          [this, generation](const boost::system::error_code& ec, size_t n) {
+                            if (generation != generation_) return;
+                            if (ec) {
+                              Fail(absl::UnavailableError(
+                                  absl::StrCat("read from ", options_.name, ": ", ec.message())));
+                              return;
+                            }
+                            OnData(n);
+                          });
 }
 
 void Connection::OnData(size_t bytes) {
@@ -152,14 +155,15 @@ void Connection::OnData(size_t bytes) {
         parser_.Parse(std::string_view(in_).substr(offset), &consumed, &value);
     if (status == resp::ReplyStatus::kIncomplete) break;
     if (status == resp::ReplyStatus::kError) {
-      Fail(absl::InternalError(absl::StrCat("bad reply from rl-server: ", parser_.error())));
+      Fail(absl::InternalError(
+          absl::StrCat("bad reply from ", options_.name, ": ", parser_.error())));
       return;
     }
     offset += consumed;
     // Out-of-band RESP3 data (e.g. from a Redis with client tracking) answers no call.
     if (value.type == resp::Value::Type::kPush) continue;
     if (pending_.empty()) {
-      Fail(absl::InternalError("rl-server sent a reply nobody asked for"));
+      Fail(absl::InternalError(absl::StrCat(options_.name, " sent a reply nobody asked for")));
       return;
     }
     Pending& front = pending_.front();

@@ -62,6 +62,11 @@ struct ConnectionCounters {
 // Where and how to connect: the addresses of one server (one endpoint; tried in order).
 struct ConnectionOptions {
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+  // The host the endpoints were resolved from: a cluster redirection that names no host
+  // means this one.
+  std::string host;
+  // Names the server in error messages: "rl-server", or "cluster node 10.0.0.7:7001".
+  std::string name = "rl-server";
   int64_t reconnect_backoff_ms = 100;
   std::string password;
   // Reads the back-off's time; not owned. The call timeout is not measured here (see Call).
@@ -69,12 +74,13 @@ struct ConnectionOptions {
 };
 
 // Bounds for what a server sends back: our replies are a few hundred bytes, anything much
-// larger is a broken or hostile peer.
+// larger is a broken or hostile peer. The largest is CLUSTER SLOTS: one element per slot range,
+// and a cluster resharded slot by slot can have up to 16384 ranges.
 inline constexpr resp::ReplyLimits kReplyLimits{.max_line = 64 * 1024,
                                                 .max_bulk = 1 << 20,
-                                                .max_elements = 4096,
+                                                .max_elements = 16384,
                                                 .max_depth = 8,
-                                                .max_reply = 4 << 20};
+                                                .max_reply = 16 << 20};
 
 class Connection {
  public:

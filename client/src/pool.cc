@@ -1,6 +1,7 @@
 // EndpointPool: see pool.h.
 #include "pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,19 +17,35 @@ EndpointPool::EndpointPool(boost::asio::io_context& io, ConnectionOptions option
   }
 }
 
+EndpointPool::Ticket EndpointPool::Submit(std::string commands, size_t expected) {
+  Ticket ticket{&Pick(), std::make_shared<Call>(expected)};
+  ticket.connection->Submit(ticket.call, std::move(commands));
+  return ticket;
+}
+
+absl::StatusOr<std::vector<resp::Value>> EndpointPool::Wait(const Ticket& ticket,
+                                                            absl::Time deadline) {
+  const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+  if (!ticket.call->WaitFor(left)) {
+    ticket.connection->Abandon(ticket.call, left);
+    timeouts_.fetch_add(1, std::memory_order_relaxed);
+    return absl::DeadlineExceededError(absl::StrCat(options_.name, " did not answer in time"));
+  }
+  return ticket.call->Take();
+}
+
 absl::StatusOr<std::vector<resp::Value>> EndpointPool::Execute(std::string commands,
                                                                size_t expected,
                                                                absl::Duration timeout) {
-  Connection& connection = Pick();
-  auto call = std::make_shared<Call>(expected);
-  connection.Submit(call, std::move(commands));
-  if (!call->WaitFor(timeout)) {
-    connection.Abandon(call, timeout);
-    timeouts_.fetch_add(1, std::memory_order_relaxed);
-    return absl::DeadlineExceededError(
-        absl::StrCat("rl-server did not answer within ", absl::FormatDuration(timeout)));
+  const absl::Time deadline = absl::Now() + timeout;
+  return Wait(Submit(std::move(commands), expected), deadline);
+}
+
+bool EndpointPool::Unusable() const {
+  for (const auto& connection : connections_) {
+    if (!connection->InBackoff()) return false;
   }
-  return call->Take();
+  return true;
 }
 
 void EndpointPool::CloseAll(const absl::Status& status) {

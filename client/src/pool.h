@@ -27,15 +27,28 @@ class EndpointPool {
   EndpointPool(const EndpointPool&) = delete;
   EndpointPool& operator=(const EndpointPool&) = delete;
 
-  // Any thread: sends `commands` (encoded, producing `expected` replies) on one connection and
-  // waits for all replies within `timeout`. DeadlineExceeded when they do not come in time
-  // (that connection is then closed), Unavailable / PermissionDenied / Internal when the
-  // connection fails.
+  // A call sent and not yet waited for.
+  struct Ticket {
+    Connection* connection = nullptr;
+    std::shared_ptr<Call> call;
+  };
+  // Any thread: sends `commands` (encoded, producing `expected` replies) on one connection,
+  // pipelined behind whatever that connection already carries. Every ticket must be waited for.
+  Ticket Submit(std::string commands, size_t expected);
+  // Any thread: the replies of `ticket`, all of them by `deadline` (real time). DeadlineExceeded
+  // when they do not come in time (that connection is then closed), Unavailable /
+  // PermissionDenied / Internal when the connection fails. Several tickets on several pools can
+  // be in flight at once and waited for one after the other against one deadline.
+  absl::StatusOr<std::vector<resp::Value>> Wait(const Ticket& ticket, absl::Time deadline);
+  // Submit and Wait, within `timeout`.
   absl::StatusOr<std::vector<resp::Value>> Execute(std::string commands, size_t expected,
                                                    absl::Duration timeout);
+  // Any thread: every connection is in its reconnect back-off, so a call would fail at once.
+  bool Unusable() const;
   // I/O thread: closes every connection, failing their pending calls with `status`.
   void CloseAll(const absl::Status& status);
 
+  const ConnectionOptions& options() const { return options_; }
   uint64_t timeouts() const { return timeouts_.load(std::memory_order_relaxed); }
   const ConnectionCounters& counters() const { return counters_; }
 

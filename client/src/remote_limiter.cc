@@ -1,18 +1,27 @@
-// rl::RemoteLimiter: encodes checks (protocol.h), runs them on the pool of one endpoint
-// (pool.h, connection.h) from a single I/O thread, and turns replies, timeouts and outages into
-// decisions.
+// rl::RemoteLimiter: encodes checks (protocol.h), routes them to one endpoint's pool (pool.h) or,
+// in cluster mode, to the pool of the master serving each key's slot (cluster.h), runs them from
+// a single I/O thread, follows redirections within the call's budget, and turns replies,
+// timeouts and outages into decisions (an outage's by the local fallback, fallback.h, when there
+// is one).
 #include "rl/remote_limiter.h"
 
+#include <algorithm>
 #include <atomic>
+#include <numeric>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/post.hpp"
+#include "cluster.h"
+#include "cluster_protocol.h"
+#include "fallback.h"
 #include "pool.h"
 #include "protocol.h"
 #include "resp/writer.h"
@@ -21,9 +30,42 @@ namespace rl {
 
 namespace asio = boost::asio;
 using client_internal::AppendPolicyCommand;
+using client_internal::ClusterTopology;
 using client_internal::ConnectionOptions;
 using client_internal::EndpointPool;
 using client_internal::PolicyMode;
+
+namespace {
+
+// Redirections one command may follow within its call: a slot moving while a failover happens
+// takes two; more means the nodes disagree, and the map refresh has to settle it first.
+constexpr int kMaxRedirects = 5;
+
+// One command of a call: encoded once, sent again to wherever a redirection points.
+struct Job {
+  std::string command;
+  // The key's slot (cluster mode), or -1 when `target` decides (PING to one node).
+  int slot = -1;
+  // Where the next attempt goes instead of the slot's owner: a redirection's node.
+  EndpointPool* target = nullptr;
+  bool asking = false;  // precede it with ASKING (it follows an ASK)
+  bool writes = false;  // changes state: covered by WAIT when wait_for_replicas is set
+  int redirects = 0;
+  // The reply, or why there is none (transport failure, timeout, node unavailable).
+  absl::StatusOr<resp::Value> reply = absl::UnknownError("not sent");
+};
+
+// The commands of one call that go to one node, in one pipelined write.
+struct Batch {
+  EndpointPool* pool = nullptr;
+  std::vector<size_t> jobs;
+  std::string commands;
+  size_t expected = 0;  // replies: one per command, ASKING and WAIT included
+  bool wait = false;    // ends with WAIT
+  EndpointPool::Ticket ticket;
+};
+
+}  // namespace
 
 class RemoteLimiter::Impl {
  public:
@@ -32,41 +74,141 @@ class RemoteLimiter::Impl {
         clock_(options_.clock != nullptr ? options_.clock : SteadyClock::Default()) {}
 
   ~Impl() {
+    if (topology_ != nullptr) topology_->Stop();
     if (thread_.joinable()) {
-      asio::post(io_, [this] { pool_->CloseAll(absl::CancelledError("RemoteLimiter destroyed")); });
+      asio::post(io_, [this] {
+        const absl::Status status = absl::CancelledError("RemoteLimiter destroyed");
+        if (pool_ != nullptr) pool_->CloseAll(status);
+        if (topology_ != nullptr) topology_->CloseAll(status);
+      });
       work_.reset();
       thread_.join();
     }
     pool_.reset();
+    topology_.reset();
   }
 
   absl::Status Start() {
     if (options_.connections == 0) return absl::InvalidArgumentError("connections must be > 0");
     if (options_.timeout.count() <= 0) return absl::InvalidArgumentError("timeout must be > 0");
-    boost::system::error_code ec;
-    asio::ip::tcp::resolver resolver(io_);
-    auto results = resolver.resolve(options_.host, std::to_string(options_.port), ec);
-    if (ec) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot resolve ", options_.host, ": ", ec.message()));
+    if (options_.wait_for_replicas < 0) {
+      return absl::InvalidArgumentError("wait_for_replicas must be >= 0");
+    }
+    if (options_.fallback.instances < 0) {
+      return absl::InvalidArgumentError("fallback.instances must be >= 0");
+    }
+    if (options_.fallback.instances > 0) {
+      if (options_.fallback.max_keys == 0) {
+        return absl::InvalidArgumentError("fallback.max_keys must be > 0");
+      }
+      fallback_ = std::make_unique<client_internal::LocalFallback>(options_.fallback, clock_);
     }
     ConnectionOptions connection;
-    for (const auto& entry : results) connection.endpoints.push_back(entry.endpoint());
     connection.reconnect_backoff_ms = options_.reconnect_backoff.count();
     connection.password = options_.password;
     connection.clock = clock_;
-    pool_ = std::make_unique<EndpointPool>(io_, std::move(connection), options_.connections);
+    if (!options_.cluster_nodes.empty()) {
+      if (options_.cluster_refresh_interval.count() <= 0) {
+        return absl::InvalidArgumentError("cluster_refresh_interval must be > 0");
+      }
+      ClusterTopology::Options cluster;
+      for (const std::string& node : options_.cluster_nodes) {
+        absl::StatusOr<client_internal::NodeAddress> seed = client_internal::ParseNodeAddress(node);
+        if (!seed.ok()) return seed.status();
+        cluster.seeds.push_back(*std::move(seed));
+      }
+      cluster.connection = std::move(connection);
+      cluster.connections = options_.connections;
+      cluster.refresh_interval = absl::FromChrono(options_.cluster_refresh_interval);
+      // Off the request path, so it may take longer than a call; still bounded, so a node that
+      // hangs delays the next refresh by this much at most.
+      cluster.refresh_timeout =
+          std::max(absl::FromChrono(options_.timeout) * 4, absl::Milliseconds(200));
+      topology_ = std::make_unique<ClusterTopology>(io_, std::move(cluster));
+      if (absl::Status status = topology_->Start(); !status.ok()) {
+        topology_->Stop();
+        return status;
+      }
+    } else {
+      boost::system::error_code ec;
+      asio::ip::tcp::resolver resolver(io_);
+      auto results = resolver.resolve(options_.host, std::to_string(options_.port), ec);
+      if (ec) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot resolve ", options_.host, ": ", ec.message()));
+      }
+      for (const auto& entry : results) connection.endpoints.push_back(entry.endpoint());
+      connection.host = options_.host;
+      pool_ = std::make_unique<EndpointPool>(io_, std::move(connection), options_.connections);
+    }
     thread_ = std::thread([this] { io_.run(); });
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<resp::Value>> Execute(std::string commands, size_t expected) {
-    return pool_->Execute(std::move(commands), expected, absl::FromChrono(options_.timeout));
+  bool cluster() const { return topology_ != nullptr; }
+  absl::Duration timeout() const { return absl::FromChrono(options_.timeout); }
+  ClusterTopology* topology() { return topology_.get(); }
+
+  // A keyed command for (policy, key): encoded, and routed by the key's slot in cluster mode.
+  absl::Status Encode(std::string_view verb, const Policy& policy, std::string_view key,
+                      const int64_t* cost, Job* job) const {
+    absl::Status status =
+        AppendPolicyCommand(verb, options_.policy_mode, policy, key, cost, &job->command);
+    if (!status.ok()) return status;
+    if (cluster()) job->slot = client_internal::KeySlot(key);
+    job->writes = verb != "RL.PEEK";
+    return absl::OkStatus();
   }
 
-  absl::Status Encode(std::string_view verb, const Policy& policy, std::string_view key,
-                      const int64_t* cost, std::string* out) const {
-    return AppendPolicyCommand(verb, options_.policy_mode, policy, key, cost, out);
+  // Runs every job within one timeout: one batch per node, all sent before any is waited for;
+  // then again for the jobs that were redirected, with what is left of the time.
+  void Run(std::vector<Job>& jobs) {
+    const absl::Time deadline = absl::Now() + absl::FromChrono(options_.timeout);
+    std::vector<size_t> todo(jobs.size());
+    std::iota(todo.begin(), todo.end(), 0);
+    while (!todo.empty()) {
+      if (absl::Now() >= deadline) {
+        for (size_t j : todo) {
+          jobs[j].reply = absl::DeadlineExceededError("no time left to follow a redirection");
+        }
+        return;
+      }
+      std::vector<Batch> batches = Group(jobs, todo, deadline);
+      todo.clear();
+      for (Batch& batch : batches) {
+        batch.ticket = batch.pool->Submit(std::move(batch.commands), batch.expected);
+      }
+      for (Batch& batch : batches) Collect(batch, jobs, deadline, &todo);
+    }
+  }
+
+  // Stats of every pool, plus the limiter's own counters.
+  RemoteLimiterStats Stats() const {
+    RemoteLimiterStats stats;
+    stats.checks = checks_.load(std::memory_order_relaxed);
+    stats.answered = answered_.load(std::memory_order_relaxed);
+    stats.failed_open = failed_open_.load(std::memory_order_relaxed);
+    stats.failed_closed = failed_closed_.load(std::memory_order_relaxed);
+    stats.server_errors = server_errors_.load(std::memory_order_relaxed);
+    stats.redirects = redirects_.load(std::memory_order_relaxed);
+    stats.unreplicated = unreplicated_.load(std::memory_order_relaxed);
+    stats.fallback_allowed = fallback_allowed_.load(std::memory_order_relaxed);
+    stats.fallback_denied = fallback_denied_.load(std::memory_order_relaxed);
+    if (fallback_ != nullptr) stats.fallback_keys = fallback_->keys();
+    std::vector<const EndpointPool*> pools;
+    if (pool_ != nullptr) pools.push_back(pool_.get());
+    if (topology_ != nullptr) {
+      pools = topology_->Pools();
+      stats.slot_map_refreshes = topology_->refreshes();
+      stats.nodes = pools.size();
+    }
+    for (const EndpointPool* pool : pools) {
+      stats.timeouts += pool->timeouts();
+      stats.connects += pool->counters().connects.load(std::memory_order_relaxed);
+      stats.connection_failures +=
+          pool->counters().connection_failures.load(std::memory_order_relaxed);
+    }
+    return stats;
   }
 
   // A reply -> the caller's Decision. In inline mode the server checked bare limits, so the
@@ -87,13 +229,22 @@ class RemoteLimiter::Impl {
     return client_internal::ErrorStatus(reply);
   }
 
-  // The policy's FailureMode decides, and the failure is counted and reported.
-  Decision Degrade(const Policy& policy, const absl::Status& why) {
-    Decision decision = FailureDecision(policy);
-    (decision.decided_by == DecidedBy::kFailOpen ? failed_open_ : failed_closed_)
-        .fetch_add(1, std::memory_order_relaxed);
+  // A check the server could not answer: the fallback decides when there is one and it can,
+  // else the policy's FailureMode; either way it is counted and reported.
+  Decision Degrade(const Policy& policy, std::string_view key, int64_t cost,
+                   const absl::Status& why) {
+    std::optional<Decision> decision;
+    if (fallback_ != nullptr) decision = fallback_->Decide(policy, key, cost);
+    if (decision.has_value()) {
+      (decision->allowed ? fallback_allowed_ : fallback_denied_)
+          .fetch_add(1, std::memory_order_relaxed);
+    } else {
+      decision = FailureDecision(policy);
+      (decision->decided_by == DecidedBy::kFailOpen ? failed_open_ : failed_closed_)
+          .fetch_add(1, std::memory_order_relaxed);
+    }
     if (options_.on_failure) options_.on_failure(policy, why);
-    return decision;
+    return *decision;
   }
 
   Decision FailureDecision(const Policy& policy) const {
@@ -107,43 +258,151 @@ class RemoteLimiter::Impl {
     return decision;
   }
 
-  // Transport-level failures (down, slow, garbled, refusing our credentials) are decided by the
-  // failure mode; a request the server rejects as invalid stays an error.
+  // Transport-level failures (down, slow, garbled, refusing our credentials, a cluster node that
+  // cannot serve the key now) are decided by the failure mode; a request the server rejects as
+  // invalid stays an error.
   static bool IsUnavailability(const absl::Status& status) {
     return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
            absl::IsInternal(status) || absl::IsCancelled(status) ||
-           absl::IsPermissionDenied(status);
+           absl::IsPermissionDenied(status) || absl::IsResourceExhausted(status);
   }
 
   int64_t WallNowMs() const { return clock_->WallMs(); }
 
-  RemoteLimiterStats Stats() const {
-    RemoteLimiterStats stats;
-    stats.checks = checks_.load(std::memory_order_relaxed);
-    stats.answered = answered_.load(std::memory_order_relaxed);
-    stats.failed_open = failed_open_.load(std::memory_order_relaxed);
-    stats.failed_closed = failed_closed_.load(std::memory_order_relaxed);
-    stats.timeouts = pool_->timeouts();
-    stats.server_errors = server_errors_.load(std::memory_order_relaxed);
-    stats.connects = pool_->counters().connects.load(std::memory_order_relaxed);
-    stats.connection_failures =
-        pool_->counters().connection_failures.load(std::memory_order_relaxed);
-    return stats;
-  }
-
   std::atomic<uint64_t> checks_{0};
 
  private:
+  // The jobs of `todo` grouped by the node they go to, encoded into one write each.
+  std::vector<Batch> Group(std::vector<Job>& jobs, const std::vector<size_t>& todo,
+                           absl::Time deadline) {
+    std::vector<Batch> batches;
+    for (size_t j : todo) {
+      Job& job = jobs[j];
+      EndpointPool* pool = job.target;
+      if (pool == nullptr) pool = cluster() ? topology_->Route(job.slot) : pool_.get();
+      auto it = std::find_if(batches.begin(), batches.end(),
+                             [pool](const Batch& b) { return b.pool == pool; });
+      if (it == batches.end()) {
+        it = batches.emplace(batches.end());
+        it->pool = pool;
+      }
+      if (job.asking) {
+        resp::Writer(&it->commands).Command({"ASKING"});
+        ++it->expected;
+      }
+      it->commands += job.command;
+      ++it->expected;
+      it->jobs.push_back(j);
+      it->wait = it->wait || (job.writes && options_.wait_for_replicas > 0);
+    }
+    for (Batch& batch : batches) {
+      if (!batch.wait) continue;
+      // One WAIT covers every write before it on this connection. It gives up after three
+      // quarters of what is left of the call, so its "not enough replicas" arrives before the
+      // deadline (a timeout would also cost the connection). Never 0: that blocks for good.
+      const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+      const int64_t wait_ms = std::max<int64_t>(1, left_ms * 3 / 4);
+      const std::string replicas = std::to_string(options_.wait_for_replicas);
+      const std::string timeout = std::to_string(wait_ms);
+      resp::Writer(&batch.commands).Command({"WAIT", replicas, timeout});
+      ++batch.expected;
+    }
+    return batches;
+  }
+
+  // Waits for one batch and hands each job its reply; redirected jobs go back on `todo`.
+  void Collect(Batch& batch, std::vector<Job>& jobs, absl::Time deadline,
+               std::vector<size_t>* todo) {
+    absl::StatusOr<std::vector<resp::Value>> replies = batch.pool->Wait(batch.ticket, deadline);
+    if (!replies.ok()) {
+      for (size_t j : batch.jobs) jobs[j].reply = replies.status();
+      // A node that is down or hung may have been replaced: look again (rate-limited).
+      if (cluster()) topology_->RequestRefresh();
+      return;
+    }
+    std::optional<absl::Status> unreplicated;
+    if (batch.wait) unreplicated = CheckWait(replies->back());
+    size_t next = 0;
+    for (size_t j : batch.jobs) {
+      Job& job = jobs[j];
+      if (job.asking) ++next;  // ASKING's +OK
+      resp::Value& reply = (*replies)[next++];
+      job.asking = false;
+      if (cluster() && FollowRedirect(batch, reply, job)) {
+        todo->push_back(j);
+        continue;
+      }
+      if (client_internal::IsNodeUnavailableError(reply)) {
+        job.reply = absl::UnavailableError(reply.text);
+        if (cluster()) topology_->RequestRefresh();
+        continue;
+      }
+      if (job.writes && unreplicated.has_value() && !unreplicated->ok() &&
+          reply.type != resp::Value::Type::kError) {
+        unreplicated_.fetch_add(1, std::memory_order_relaxed);
+        job.reply = *unreplicated;
+        continue;
+      }
+      job.reply = std::move(reply);
+    }
+  }
+
+  // A MOVED or ASK for `job`: points it at the named node (a MOVED also updates the map) and
+  // returns true; false when `reply` is no redirection, or one too many (then job.reply says so).
+  bool FollowRedirect(const Batch& batch, const resp::Value& reply, Job& job) {
+    std::optional<client_internal::Redirect> redirect =
+        client_internal::ParseRedirect(reply, batch.pool->options().host);
+    if (!redirect.has_value()) return false;
+    if (job.redirects >= kMaxRedirects) {
+      topology_->RequestRefresh();
+      job.reply = absl::UnavailableError(
+          absl::StrCat("cluster nodes keep redirecting (last: ", reply.text, ")"));
+      return false;
+    }
+    absl::StatusOr<EndpointPool*> to = topology_->Node(redirect->to);
+    if (!to.ok()) {
+      job.reply = to.status();
+      return false;
+    }
+    ++job.redirects;
+    redirects_.fetch_add(1, std::memory_order_relaxed);
+    job.target = *to;
+    if (redirect->kind == client_internal::Redirect::Kind::kAsk) {
+      job.asking = true;  // this command only; the slot still belongs to the node that said ASK
+    } else {
+      topology_->Moved(redirect->slot, *to);
+    }
+    return true;
+  }
+
+  // The reply to WAIT: OK when enough replicas acknowledged.
+  absl::Status CheckWait(const resp::Value& reply) const {
+    if (reply.type == resp::Value::Type::kInteger && reply.integer >= options_.wait_for_replicas) {
+      return absl::OkStatus();
+    }
+    return absl::UnavailableError(reply.type == resp::Value::Type::kInteger
+                                      ? absl::StrCat("WAIT: ", reply.integer, " of ",
+                                                     options_.wait_for_replicas,
+                                                     " replicas acknowledged in time")
+                                      : absl::StrCat("WAIT: ", reply.text));
+  }
+
   const RemoteLimiterOptions options_;
   const Clock* const clock_;
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> failed_open_{0};
   std::atomic<uint64_t> failed_closed_{0};
   std::atomic<uint64_t> server_errors_{0};
+  std::atomic<uint64_t> redirects_{0};
+  std::atomic<uint64_t> unreplicated_{0};
+  std::atomic<uint64_t> fallback_allowed_{0};
+  std::atomic<uint64_t> fallback_denied_{0};
+  std::unique_ptr<client_internal::LocalFallback> fallback_;  // null: no fallback configured
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
-  // One endpoint today; a cluster client would hold one pool per node and route by key slot.
+  // Exactly one of the two: one endpoint, or a cluster's nodes.
   std::unique_ptr<EndpointPool> pool_;
+  std::unique_ptr<ClusterTopology> topology_;
   std::thread thread_;
 };
 
@@ -166,34 +425,38 @@ absl::StatusOr<Decision> RemoteLimiter::Check(const Policy& policy, std::string_
 std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const Request> requests) {
   std::vector<absl::StatusOr<Decision>> results(requests.size(), absl::UnknownError("unset"));
   impl_->checks_.fetch_add(requests.size(), std::memory_order_relaxed);
-  std::string commands;
-  std::vector<size_t> sent;  // indexes of the requests that were encoded
+  std::vector<Job> jobs;
+  std::vector<size_t> sent;  // jobs[k] answers requests[sent[k]]
+  jobs.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& request = requests[i];
+    Job job;
     absl::Status status =
-        impl_->Encode("RL.CHECK", *request.policy, request.key, &request.cost, &commands);
+        impl_->Encode("RL.CHECK", *request.policy, request.key, &request.cost, &job);
     if (status.ok()) {
+      jobs.push_back(std::move(job));
       sent.push_back(i);
     } else {
       results[i] = status;
     }
   }
-  if (sent.empty()) return results;
-  absl::StatusOr<std::vector<resp::Value>> replies =
-      impl_->Execute(std::move(commands), sent.size());
-  for (size_t j = 0; j < sent.size(); ++j) {
-    const Policy& policy = *requests[sent[j]].policy;
-    absl::StatusOr<Decision>& result = results[sent[j]];
-    if (!replies.ok()) {
-      result = Impl::IsUnavailability(replies.status())
-                   ? absl::StatusOr<Decision>(impl_->Degrade(policy, replies.status()))
-                   : absl::StatusOr<Decision>(replies.status());
+  if (jobs.empty()) return results;
+  impl_->Run(jobs);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const Request& request = requests[sent[k]];
+    absl::StatusOr<Decision>& result = results[sent[k]];
+    const absl::StatusOr<resp::Value>& reply = jobs[k].reply;
+    if (!reply.ok()) {
+      result = Impl::IsUnavailability(reply.status())
+                   ? absl::StatusOr<Decision>(
+                         impl_->Degrade(*request.policy, request.key, request.cost, reply.status()))
+                   : absl::StatusOr<Decision>(reply.status());
       continue;
     }
-    result = impl_->ToDecision((*replies)[j], policy);
+    result = impl_->ToDecision(*reply, *request.policy);
     // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
     if (absl::IsPermissionDenied(result.status())) {
-      result = impl_->Degrade(policy, result.status());
+      result = impl_->Degrade(*request.policy, request.key, request.cost, result.status());
     }
   }
   return results;
@@ -202,21 +465,21 @@ std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const 
 absl::StatusOr<Decision> RemoteLimiter::Peek(const Policy& policy, std::string_view key,
                                              int64_t cost) {
   impl_->checks_.fetch_add(1, std::memory_order_relaxed);
-  std::string command;
-  if (absl::Status s = impl_->Encode("RL.PEEK", policy, key, &cost, &command); !s.ok()) return s;
-  absl::StatusOr<std::vector<resp::Value>> replies = impl_->Execute(std::move(command), 1);
-  if (!replies.ok()) return replies.status();
-  return impl_->ToDecision(replies->front(), policy);
+  std::vector<Job> jobs(1);
+  if (absl::Status s = impl_->Encode("RL.PEEK", policy, key, &cost, &jobs[0]); !s.ok()) return s;
+  impl_->Run(jobs);
+  if (!jobs[0].reply.ok()) return jobs[0].reply.status();
+  return impl_->ToDecision(*jobs[0].reply, policy);
 }
 
 absl::StatusOr<int64_t> RemoteLimiter::Reset(const Policy& policy, std::string_view key) {
-  std::string command;
-  if (absl::Status s = impl_->Encode("RL.RESET", policy, key, nullptr, &command); !s.ok()) {
+  std::vector<Job> jobs(1);
+  if (absl::Status s = impl_->Encode("RL.RESET", policy, key, nullptr, &jobs[0]); !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::vector<resp::Value>> replies = impl_->Execute(std::move(command), 1);
-  if (!replies.ok()) return replies.status();
-  const resp::Value& reply = replies->front();
+  impl_->Run(jobs);
+  if (!jobs[0].reply.ok()) return jobs[0].reply.status();
+  const resp::Value& reply = *jobs[0].reply;
   if (reply.type == resp::Value::Type::kError) return impl_->ServerError(reply);
   if (reply.type != resp::Value::Type::kInteger) {
     return absl::InternalError("unexpected RL.RESET reply");
@@ -225,12 +488,25 @@ absl::StatusOr<int64_t> RemoteLimiter::Reset(const Policy& policy, std::string_v
 }
 
 absl::Status RemoteLimiter::Ping() {
-  std::string command;
-  resp::Writer(&command).Command({"PING"});
-  absl::StatusOr<std::vector<resp::Value>> replies = impl_->Execute(std::move(command), 1);
-  if (!replies.ok()) return replies.status();
-  if (replies->front().type == resp::Value::Type::kError) {
-    return impl_->ServerError(replies->front());
+  std::string ping;
+  resp::Writer(&ping).Command({"PING"});
+  std::vector<Job> jobs;
+  if (impl_->cluster()) {
+    ClusterTopology& topology = *impl_->topology();
+    if (!topology.WaitForMap(absl::Now() + impl_->timeout())) {
+      return absl::UnavailableError("no cluster node answered CLUSTER SLOTS in time");
+    }
+    for (EndpointPool* master : topology.Masters()) {
+      jobs.emplace_back().command = ping;
+      jobs.back().target = master;
+    }
+  } else {
+    jobs.emplace_back().command = ping;
+  }
+  impl_->Run(jobs);
+  for (const Job& job : jobs) {
+    if (!job.reply.ok()) return job.reply.status();
+    if (job.reply->type == resp::Value::Type::kError) return impl_->ServerError(*job.reply);
   }
   return absl::OkStatus();
 }

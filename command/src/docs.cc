@@ -11,7 +11,7 @@ ArgDoc Arg(std::string name, std::string type, uint8_t flags = 0, std::string to
   return ArgDoc{std::move(name), std::move(type), std::move(token), flags, {}};
 }
 
-// <limit> := ALGORITHM limit window [BURST n]
+// <limit> := ALGORITHM limit window [BURST n] [BLOCK duration]
 ArgDoc LimitDoc(uint8_t flags) {
   ArgDoc algorithm{
       "algorithm",
@@ -28,7 +28,31 @@ ArgDoc LimitDoc(uint8_t flags) {
                 "",
                 flags,
                 {algorithm, Arg("limit", "integer"), Arg("window", "string"),
-                 Arg("burst", "integer", kArgOptional, "BURST")}};
+                 Arg("burst", "integer", kArgOptional, "BURST"),
+                 Arg("block", "string", kArgOptional, "BLOCK")}};
+}
+
+// CONCURRENCY n [LEASE ttl]
+ArgDoc ConcurrencyDoc(uint8_t flags) {
+  return ArgDoc{
+      "concurrency",
+      "block",
+      "",
+      flags,
+      {Arg("n", "integer", 0, "CONCURRENCY"), Arg("ttl", "string", kArgOptional, "LEASE")}};
+}
+
+// (CONCURRENCY n [LEASE ttl] [<limit>...] | POLICY name [CONCURRENCY n [LEASE ttl]] [<limit>...])
+ArgDoc AcquireTargetDoc() {
+  ArgDoc inline_limits{
+      "limits", "block", "", 0, {ConcurrencyDoc(0), LimitDoc(kArgOptional | kArgMultiple)}};
+  ArgDoc policy{"policy",
+                "block",
+                "",
+                0,
+                {Arg("name", "string", 0, "POLICY"), ConcurrencyDoc(kArgOptional),
+                 LimitDoc(kArgOptional | kArgMultiple)}};
+  return ArgDoc{"target", "oneof", "", 0, {std::move(inline_limits), std::move(policy)}};
 }
 
 // (<limit>... | POLICY name [<limit>...])
@@ -67,21 +91,52 @@ std::vector<CommandDoc> MakeDocs() {
   rows.push_back(Row("rl.peek", -4, kDocReadonly | kDocFast,
                      "What RL.CHECK would answer, changing nothing.", check_args));
   rows.push_back(Row("rl.reset", -4, kDocWrite | kDocFast,
-                     "Forgets the state of these limits for the key; replies how many existed.",
+                     "Forgets the state of these limits for the key (their penalty blocks and "
+                     "leases too); replies how many had something to forget.",
                      {Arg("key", "key"), TargetDoc()}));
+  const std::vector<ArgDoc> adjust_args = {Arg("key", "key"), TargetDoc(),
+                                           Arg("n", "integer", 0, "COST"),
+                                           Arg("headers", "pure-token", kArgOptional, "HEADERS")};
+  CommandDoc refund = Row("rl.refund", -4, kDocWrite | kDocFast,
+                          "Gives back up to n to every limit (never above a fresh state). "
+                          "Replies as RL.CHECK of cost 0 would right after.",
+                          adjust_args);
+  refund.since = "0.2.0";
+  rows.push_back(std::move(refund));
+  CommandDoc charge = Row("rl.charge", -4, kDocWrite | kDocFast,
+                          "Takes n from every limit even into debt (settle-later costs). Replies "
+                          "as RL.CHECK of cost 0 would right after: denied while in debt.",
+                          adjust_args);
+  charge.since = "0.2.0";
+  rows.push_back(std::move(charge));
+  CommandDoc acquire =
+      Row("rl.acquire", -4, kDocWrite | kDocFast,
+          "Takes a lease of the CONCURRENCY limit when every limit allows (all or nothing). "
+          "Replies as RL.CHECK plus the lease id, nil when none was taken.",
+          {Arg("key", "key"), AcquireTargetDoc(), Arg("n", "integer", kArgOptional, "COST"),
+           Arg("headers", "pure-token", kArgOptional, "HEADERS")});
+  acquire.since = "0.2.0";
+  acquire.complexity = "O(L + N) for L limits and N leases held";
+  rows.push_back(std::move(acquire));
+  CommandDoc release = Row("rl.release", 3, kDocWrite | kDocFast | kDocNoDenyOom,
+                           "Ends a lease; replies 1 if it was held, 0 if it had already ended.",
+                           {Arg("key", "key"), Arg("lease_id", "string")});
+  release.since = "0.2.0";
+  release.complexity = "O(N) for N leases held";
+  rows.push_back(std::move(release));
   CommandDoc policy = Row("rl.policy", -2, 0, "Named policies: SET, GET, DEL, LIST, HELP.", {}, 0);
   policy.complexity = "O(1), LIST O(N) for N policies";
-  policy.subcommands.push_back(Row("rl.policy|set", -4, kDocWrite,
-                                   "Defines or replaces a named policy.",
-                                   {Arg("name", "string"), LimitDoc(kArgMultiple),
-                                    Arg("shadow", "pure-token", kArgOptional, "SHADOW"),
-                                    ArgDoc{"failure",
-                                           "oneof",
-                                           "",
-                                           kArgOptional,
-                                           {Arg("fail_open", "pure-token", 0, "FAIL_OPEN"),
-                                            Arg("fail_closed", "pure-token", 0, "FAIL_CLOSED")}}},
-                                   0));
+  policy.subcommands.push_back(
+      Row("rl.policy|set", -4, kDocWrite, "Defines or replaces a named policy.",
+          {Arg("name", "string"), ConcurrencyDoc(kArgOptional), LimitDoc(kArgMultiple),
+           Arg("shadow", "pure-token", kArgOptional, "SHADOW"),
+           ArgDoc{"failure",
+                  "oneof",
+                  "",
+                  kArgOptional,
+                  {Arg("fail_open", "pure-token", 0, "FAIL_OPEN"),
+                   Arg("fail_closed", "pure-token", 0, "FAIL_CLOSED")}}},
+          0));
   policy.subcommands.push_back(Row("rl.policy|get", 3, kDocReadonly | kDocFast,
                                    "Returns a policy's spec, or nil.", {Arg("name", "string")}, 0));
   policy.subcommands.push_back(Row("rl.policy|del", 3, kDocWrite | kDocFast,
@@ -113,6 +168,8 @@ std::string Render(const ArgDoc& arg) {
     text = arg.token;
   } else if (arg.type == "block" && arg.name == "limit") {
     text = "<limit>";
+  } else if (arg.type == "block" && arg.name == "concurrency") {
+    text = "CONCURRENCY n [LEASE ttl]";
   } else if (arg.type == "block") {
     for (const ArgDoc& child : arg.arguments) {
       if (!text.empty()) text += ' ';
@@ -162,6 +219,15 @@ std::vector<std::string> HelpLines(const CommandDoc& doc) {
   for (const CommandDoc& sub : doc.subcommands) {
     lines.push_back(Usage(sub));
     lines.push_back("    " + sub.summary);
+  }
+  // "<limit>" in a usage line means the limit grammar; spell it out once, as Redis's HELP does
+  // for its nested blocks.
+  for (const std::string& line : lines) {
+    if (line.find("<limit>") == std::string::npos) continue;
+    ArgDoc limit = LimitDoc(0);
+    limit.name = "expanded";  // render the block's parts, not "<limit>" again
+    lines.push_back("<limit> is: " + Render(limit));
+    break;
   }
   return lines;
 }

@@ -53,11 +53,12 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
   } else {
     return absl::InvalidArgumentError(
         "expected a limit (TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, "
-        "LEAKY_BUCKET) or POLICY name, got '" +
+        "LEAKY_BUCKET, CONCURRENCY) or POLICY name, got '" +
         EchoToken(args[pos]) + "'");
   }
 
   const bool options = verb != Verb::kReset;
+  const bool adjust = verb == Verb::kRefund || verb == Verb::kCharge;
   bool cost_seen = false;
   bool headers_seen = false;
   while (pos < args.size()) {
@@ -76,6 +77,20 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
       return SyntaxError();
     }
   }
+  if (adjust && !cost_seen) {
+    return absl::InvalidArgumentError(
+        std::string(verb == Verb::kRefund ? "RL.REFUND" : "RL.CHARGE") +
+        " needs COST n (the amount to " + (verb == Verb::kRefund ? "give back)" : "take)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRelease(absl::Span<const std::string_view> args, ReleaseRequest* out) {
+  if (args.size() != 3) {
+    return absl::InvalidArgumentError("wrong number of arguments for 'rl.release' command");
+  }
+  out->key = args[1];
+  out->lease_id = args[2];
   return absl::OkStatus();
 }
 

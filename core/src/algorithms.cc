@@ -47,6 +47,45 @@ int128 JoinTicks(const State2& s, int64_t limit) {
   return static_cast<int128>(s.a) * limit + std::min<int64_t>(std::max<int64_t>(s.b, 0), limit - 1);
 }
 
+// The token bucket's unit system for one limit (see TokenShift): d units per token, `full` units
+// in a full bucket, and a refill of num / den units per ms (exactly `limit` with shift 0).
+struct BucketUnits {
+  int128 d, full, num, den;
+};
+BucketUnits BucketUnitsFor(const Limit& limit, int shift) {
+  const int64_t w = limit.window_ms;
+  BucketUnits u;
+  u.d = w >> shift;
+  u.full = static_cast<int128>(limit.capacity()) * u.d;  // < 2^56
+  u.num = shift == 0 ? int128{limit.limit} : int128{limit.limit} * u.d;
+  u.den = shift == 0 ? 1 : w;
+  return u;
+}
+
+// The units a stored bucket holds at `now_ms`, refilled and capped at full; negative while a
+// charge's debt is being repaid (the state's time is then in the future).
+int128 UnitsAt(const State2& s, const BucketUnits& u, int shift, int64_t w, int64_t now_ms) {
+  int128 units = s.b & kUnitMask;
+  // Unsigned: a hostile or corrupt word must not make a negative shift.
+  const int old_shift =
+      static_cast<int>(std::min<uint64_t>(62, static_cast<uint64_t>(s.b) >> kUnitBits));
+  if (old_shift != shift) units = Div(units * u.d, std::max<int128>(1, w >> old_shift));
+  units = std::min(units, u.full);
+  if (s.a > now_ms) {
+    // Clamping to 2^47 ms keeps ahead * num within 128 bits (num < 2^79); debts stop at 2^44.
+    const int128 ahead = std::min<int128>(int128{s.a} - now_ms, int128{1} << 47);
+    return units - CeilDiv(ahead * u.num, u.den);
+  }
+  if (units < u.full) {
+    // Clamping the idle time to 2^47 ms (4000 years) keeps elapsed * num within 128 bits.
+    const int128 elapsed = std::min<int128>(int128{now_ms} - s.a, int128{1} << 47);
+    const int128 gained = elapsed * u.num;
+    units = gained >= (u.full - units) * u.den ? u.full
+                                               : units + (u.den == 1 ? gained : Div(gained, u.den));
+  }
+  return units;
+}
+
 }  // namespace
 
 namespace {
@@ -105,15 +144,12 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
   const int64_t l = limit.limit;
   const int64_t w = limit.window_ms;
   const int shift = TokenShift(cap, w);
-  if (shift == 0 && (state == nullptr || (state->b >> kUnitBits) == 0)) {
+  // The exact path also needs a state that is not in debt (its time not in the future).
+  if (shift == 0 && (state == nullptr || ((state->b >> kUnitBits) == 0 && state->a <= now_ms))) {
     return TokenBucketExact(state, cap, l, w, now_ms, cost);
   }
-  const int128 d = w >> shift;  // units per token
-  const int128 full = cap * d;  // < 2^56
-  // Refill per ms = num / den units: exactly `l` with shift 0 (no division on the hot path).
-  const int128 num = shift == 0 ? int128{l} : int128{l} * d;
-  const int128 den = shift == 0 ? 1 : w;
-  auto per = [&](int128 x) { return den == 1 ? x : Div(x, den); };
+  const BucketUnits u = BucketUnitsFor(limit, shift);
+  const int128 d = u.d, full = u.full, num = u.num, den = u.den;
 
   Step<State2> step;
   int128 units = full;
@@ -121,19 +157,7 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
   if (state != nullptr) {
     step.state = *state;
     last = std::max(state->a, now_ms);
-    units = state->b & kUnitMask;
-    // Clamped both ways: a state from outside (rl.so's RESTORE or RL.SETSTATE) may carry any
-    // bits, and a negative shift is undefined.
-    const int old_shift = static_cast<int>(std::clamp<int64_t>(state->b >> kUnitBits, 0, 62));
-    if (old_shift != shift) units = Div(units * d, std::max<int128>(1, w >> old_shift));
-    units = std::min(units, full);
-    if (units < full) {
-      // Clamping the idle time to 2^47 ms (4000 years) keeps elapsed * num within 128 bits.
-      const int128 elapsed =
-          std::min<int128>(std::max<int128>(0, int128{now_ms} - state->a), int128{1} << 47);
-      const int128 gained = elapsed * num;
-      units = gained >= (full - units) * den ? full : units + per(gained);
-    }
+    units = UnitsAt(*state, u, shift, w, now_ms);
   }
   // ms until `u` units have become `full` again, rounded up.
   auto until_full = [&](int128 u) -> int64_t {
@@ -144,7 +168,7 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
   r.limit = cap;
   r.window_ms = w;
   if (cost > cap) {
-    r = Never(cap, w, static_cast<int64_t>(Div(units, d)), until_full(units));
+    r = Never(cap, w, static_cast<int64_t>(Div(std::max<int128>(units, 0), d)), until_full(units));
   } else if (units >= cost * d) {
     if (cost > 0) {
       units -= cost * d;
@@ -158,7 +182,7 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
     r.retry_after_ms = Clamp64(CeilDiv((cost * d - units) * den, num));
   }
   if (r.retry_after_ms != kRetryNever) {
-    r.remaining = static_cast<int64_t>(Div(units, d));
+    r.remaining = static_cast<int64_t>(Div(std::max<int128>(units, 0), d));
     r.reset_after_ms = until_full(units);
   }
   step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + r.reset_after_ms);
@@ -247,7 +271,7 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
   r.window_ms = w;
   if (cost > l) {
     r = Never(l, w, l - count, count > 0 ? end_in : 0);
-  } else if (count <= l - cost) {  // not count + cost: a stored count may be anything
+  } else if (cost <= l - count) {  // not count + cost: a restored count may be near 2^63
     r.allowed = true;
     if (cost > 0) {
       count += cost;
@@ -266,28 +290,43 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
   return step;
 }
 
+namespace {
+
+// The sliding window's counts as of `now_ms`: the window holding now, its count and the previous
+// window's. A fresh state starts on the grid of multiples of the window; a stored one continues
+// its own grid (the same grid for states made here; a state restored from a snapshot may sit on
+// another one).
+struct SlidingCounts {
+  int128 start, prev, cur;
+};
+SlidingCounts SlidingNow(const State3* state, int128 w, int64_t now_ms) {
+  SlidingCounts c{FloorDiv(now_ms, w) * w, 0, 0};
+  if (state != nullptr) {
+    const int128 s = state->a;
+    const int128 k = FloorDiv(int128{now_ms} - s, w);
+    if (k <= 0) {  // the stored window (or a clock that went back: keep counting in it)
+      c.start = s;
+      c.prev = std::max<int64_t>(0, state->b);
+      c.cur = std::max<int64_t>(0, state->c);
+    } else {
+      c.start = s + k * w;
+      if (k == 1) c.prev = std::max<int64_t>(0, state->c);
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
 Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_ms, int64_t cost) {
   const int64_t l = limit.limit;
   const int128 w = limit.window_ms;
   Step<State3> step;
-  int128 start = FloorDiv(now_ms, w) * w;
-  int128 prev = 0;
-  int128 cur = 0;
-  if (state != nullptr) {
-    // Windows continue the stored window's grid (the same grid for states made here; a state
-    // restored from a snapshot may sit on another one).
-    step.state = *state;
-    const int128 s = state->a;
-    const int128 k = FloorDiv(int128{now_ms} - s, w);
-    if (k <= 0) {  // the stored window (or a clock that went back: keep counting in it)
-      start = s;
-      prev = std::max<int64_t>(0, state->b);
-      cur = std::max<int64_t>(0, state->c);
-    } else {
-      start = s + k * w;
-      if (k == 1) prev = std::max<int64_t>(0, state->c);
-    }
-  }
+  if (state != nullptr) step.state = *state;
+  const SlidingCounts counts = SlidingNow(state, w, now_ms);
+  const int128 start = counts.start;
+  const int128 prev = counts.prev;
+  int128 cur = counts.cur;
   const int128 elapsed = std::max<int128>(0, now_ms - start);
   const int128 lw = static_cast<int128>(l) * w;
   auto used = [&](int128 c) { return c * w + prev * (w - elapsed); };  // "count times w"
@@ -330,6 +369,96 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
     r.reset_after_ms = reset_after(cur);
   }
   step.expiry_ms = Clamp64(static_cast<int128>(now_ms) + reset_after(cur));
+  return step;
+}
+
+// ---- Refunds and charges ----
+
+Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t now_ms,
+                               int64_t amount, AdjustOp op) {
+  if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
+    return TokenBucket(state, limit, now_ms, 0);
+  }
+  const int shift = TokenShift(limit.capacity(), limit.window_ms);
+  const BucketUnits u = BucketUnitsFor(limit, shift);
+  int128 units = state != nullptr ? UnitsAt(*state, u, shift, limit.window_ms, now_ms) : u.full;
+  const int128 delta = static_cast<int128>(amount) * u.d;
+  units = op == AdjustOp::kRefund ? std::min(units + delta, u.full) : units - delta;
+  State2 s;
+  int128 held = units;
+  int128 ahead = 0;
+  if (units < 0) {
+    // In debt: empty until the refill has repaid it. Store the moment it holds something again
+    // and what it holds then (exact with shift 0: the refill's remainder).
+    ahead = CeilDiv(-units * u.den, u.num);
+    if (ahead > kMaxDebtMs) {
+      ahead = kMaxDebtMs;
+      held = 0;
+    } else {
+      held = std::min(units + Div(ahead * u.num, u.den), u.full);
+    }
+  }
+  s.a = Clamp64(int128{now_ms} + ahead);
+  s.b = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(held);
+  Step<State2> step = TokenBucket(&s, limit, now_ms, 0);
+  step.state = s;
+  step.changed = true;
+  return step;
+}
+
+Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
+                       AdjustOp op) {
+  const bool shaping = limit.algorithm == Algorithm::kLeakyBucket;
+  if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
+    return TatStep(state, limit, now_ms, 0, shaping);
+  }
+  const int64_t l = limit.limit;
+  const int128 now_t = static_cast<int128>(now_ms) * l;
+  int128 tat = state != nullptr ? std::max(JoinTicks(*state, l), now_t) : now_t;
+  const int128 delta = static_cast<int128>(amount) * limit.window_ms;
+  tat = op == AdjustOp::kRefund ? std::max(tat - delta, now_t)
+                                : std::min(tat + delta, now_t + int128{kMaxDebtMs} * l);
+  const State2 s = SplitTicks(tat, l);
+  Step<State2> step = TatStep(&s, limit, now_ms, 0, shaping);
+  step.state = s;
+  step.changed = true;
+  return step;
+}
+
+Step<State2> FixedWindowAdjust(const State2* state, const Limit& limit, int64_t now_ms,
+                               int64_t amount, AdjustOp op) {
+  const bool open = state != nullptr &&
+                    static_cast<int128>(now_ms) < static_cast<int128>(state->a) + limit.window_ms;
+  if (amount == 0 || (!open && op == AdjustOp::kRefund)) {
+    return FixedWindow(state, limit, now_ms, 0);
+  }
+  State2 s = open ? State2{state->a, std::max<int64_t>(0, state->b)} : State2{now_ms, 0};
+  // amount <= 2^40 and counts are capped first, so nothing overflows (not even a hostile state).
+  s.b = op == AdjustOp::kRefund ? std::max<int64_t>(0, s.b - amount)
+                                : std::min(std::min(s.b, kMaxCount) + amount, kMaxCount);
+  Step<State2> step = FixedWindow(&s, limit, now_ms, 0);
+  step.state = s;
+  step.changed = true;
+  return step;
+}
+
+Step<State3> SlidingWindowAdjust(const State3* state, const Limit& limit, int64_t now_ms,
+                                 int64_t amount, AdjustOp op) {
+  if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
+    return SlidingWindow(state, limit, now_ms, 0);
+  }
+  const SlidingCounts c = SlidingNow(state, limit.window_ms, now_ms);
+  State3 s{Clamp64(c.start), Clamp64(c.prev), Clamp64(c.cur)};
+  if (op == AdjustOp::kRefund) {
+    const int64_t from_cur = std::min(amount, s.c);
+    s.c -= from_cur;
+    s.b -= std::min(amount - from_cur, s.b);
+  } else {
+    s.c = std::min(std::min(s.c, kMaxCount) + amount, kMaxCount);
+  }
+  Step<State3> step = SlidingWindow(&s, limit, now_ms, 0);
+  step.state = s;
+  step.changed = true;
   return step;
 }
 

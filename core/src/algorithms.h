@@ -11,6 +11,9 @@
 //  - `expiry_ms` is the first time at which the returned state is equivalent to fresh, so the
 //    store may drop it then. The returned state equals the input state whenever the call was
 //    denied or peeked (the store then keeps what it has).
+//  - A state may be in debt after a charge (AdjustOp::kCharge): it then holds less than nothing,
+//    every call (cost 0 included) is denied until the debt is repaid, and retry_after_ms counts
+//    that repayment in.
 //  - Products are formed in 128-bit integers: limit <= 2^40 and window <= 10 years (< 2^39 ms)
 //    keep every product far below 2^127, and elapsed times are clamped before multiplying, so a
 //    year of idleness or a clock that stands still cannot overflow or go negative.
@@ -69,6 +72,12 @@ struct State3 {
   int64_t c = 0;
 };
 
+// How far ahead a charge may push a state's debt; a larger debt saturates here (557 years, i.e.
+// "never" in practice), which keeps every time within the store's 48-bit range.
+inline constexpr int64_t kMaxDebtMs = int64_t{1} << 44;
+// The largest count a counting state (fixed or sliding window) reaches; larger charges saturate.
+inline constexpr int64_t kMaxCount = int64_t{1} << 60;
+
 template <typename S>
 struct Step {
   S state;                // the state to store (equal to the input when nothing changed)
@@ -105,5 +114,28 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
 // Error bound: an aligned window never admits more than LIMIT, and any trailing window of length
 // WINDOW admits fewer than 2 * LIMIT (exact when traffic is uniform).
 Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_ms, int64_t cost);
+
+// Refunds and settle-later charges (RL.REFUND / RL.CHARGE): `amount` (>= 0, validated) units
+// given back or taken at `now_ms`, whatever the state holds. A refund never raises a state above
+// fresh (a full bucket, an empty window); a charge may overdraw it into debt. The returned step
+// carries the new state and what a check of cost 0 answers right after (so a state in debt
+// reports allowed = false with the time until it is repaid); `changed` when there is a state to
+// write (which may be equivalent to fresh: expiry_ms <= now_ms). Refunding nothing, or into no
+// state, changes nothing.
+enum class AdjustOp : uint8_t { kRefund, kCharge };
+Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t now_ms,
+                               int64_t amount, AdjustOp op);
+// GCRA, and the leaky bucket's charge: the TAT moves by amount * window ticks (a refund never
+// below now). A leaky bucket refunds nothing: its callers were already told their delays, and
+// a slot given back would let two of them proceed at once (validated before this is called).
+Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
+                       AdjustOp op);
+// Fixed window: the count moves (a charge on no window starts one at now; a refund never below 0).
+Step<State2> FixedWindowAdjust(const State2* state, const Limit& limit, int64_t now_ms,
+                               int64_t amount, AdjustOp op);
+// Sliding window counter: a charge adds to the current window; a refund takes from the current
+// window first, then from the previous one.
+Step<State3> SlidingWindowAdjust(const State3* state, const Limit& limit, int64_t now_ms,
+                                 int64_t amount, AdjustOp op);
 
 }  // namespace rl::internal

@@ -1,17 +1,6 @@
-// rl::KeyState: one key's limit states in one heap block, evaluated by the same algorithms, the
-// same validation and the same binding rules as the Limiter (step.h).
-//
-// Block layout (host byte order, accessed through memcpy so nothing needs alignment):
-//   header {u16 count, u16 reserved, u32 bytes (the whole block)}
-//   entries, each {u64 scope id, u64 limit id, i64 expiry ms, payload}, where the limit id is
-//   window_ms << 3 | algorithm and the payload is two words (token bucket, GCRA, leaky bucket,
-//   fixed window), three words (sliding window) or one pointer to a sliding-log buffer.
-// A key with one token bucket is 48 bytes; entries are few per key, so lookups scan.
-//
-// Encoding (Encode/Decode; little-endian, independent of the block layout):
-//   u8 version (1), u16 count, then per entry {u64 scope id, u8 algorithm, u64 window ms,
-//   i64 expiry ms, payload}: two words {i64 a, i64 b}; three words {i64 a, i64 b, i64 c}; a log
-//   {u32 runs, runs x (i64 time ms, i64 count)}, oldest first.
+// rl::KeyState: one key's limit states in one heap block (key_state_block.h), evaluated by the
+// same algorithms, the same validation, the same penalty blocks and leases and the same binding
+// rules as the Limiter (step.h). The encoding is in key_state_codec.cc.
 #include "rl/key_state.h"
 
 #include <algorithm>
@@ -19,10 +8,12 @@
 #include <cstring>
 #include <new>
 #include <utility>
-#include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
+#include "key_state_block.h"
+#include "leases.h"
 #include "sliding_log.h"
 #include "state_alloc.h"
 #include "step.h"
@@ -33,10 +24,13 @@
 
 namespace rl {
 
+using internal::AdjustOp;
+using internal::LeaseBuf;
 using internal::LogBuf;
 using internal::State2;
 using internal::State3;
 using internal::TableKind;
+using namespace internal::key_state;  // NOLINT: the block layout's small helpers
 
 namespace internal {
 namespace {
@@ -68,93 +62,24 @@ uint64_t ScopeId(std::string_view scope) {
 
 namespace {
 
-constexpr uint8_t kEncodingVersion = 1;
-constexpr size_t kHeaderBytes = 8;
-constexpr size_t kEntryHead = 24;  // scope, id, expiry
-// Bounds Decode enforces on a log (LogAppend's own bound is 2^27 words).
-constexpr uint32_t kMaxDecodedRuns = uint32_t{1} << 26;
-constexpr int64_t kMaxLogTime = int64_t{1} << 61;
-
-uint64_t LimitId(Algorithm algorithm, int64_t window_ms) {
-  return (static_cast<uint64_t>(window_ms) << 3) | static_cast<uint8_t>(algorithm);
-}
-Algorithm IdAlgorithm(uint64_t id) { return static_cast<Algorithm>(id & 7); }
-int64_t IdWindow(uint64_t id) { return static_cast<int64_t>(id >> 3); }
-
-size_t PayloadWords(TableKind kind) {
-  switch (kind) {
-    case TableKind::kTwoWord:
-      return 2;
-    case TableKind::kThreeWord:
-      return 3;
-    case TableKind::kLog:
-      return 1;
-  }
-  return 2;
-}
-size_t EntryBytes(Algorithm algorithm) {
-  return kEntryHead + 8 * PayloadWords(internal::TableFor(algorithm));
-}
-
-template <typename T>
-T Load(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-template <typename T>
-void Store(char* p, T v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-
-// A view of the block with typed accessors; null block = no entries.
-struct Block {
-  char* p;
-
-  size_t count() const { return p == nullptr ? 0 : Load<uint16_t>(p); }
-  size_t bytes() const { return p == nullptr ? 0 : Load<uint32_t>(p + 4); }
-  void set_count(size_t n) { Store<uint16_t>(p, static_cast<uint16_t>(n)); }
-  void set_bytes(size_t n) { Store<uint32_t>(p + 4, static_cast<uint32_t>(n)); }
-
-  // Entry access by byte offset from the block start.
-  uint64_t scope(size_t off) const { return Load<uint64_t>(p + off); }
-  uint64_t id(size_t off) const { return Load<uint64_t>(p + off + 8); }
-  int64_t expiry(size_t off) const { return Load<int64_t>(p + off + 16); }
-  void set_expiry(size_t off, int64_t v) { Store<int64_t>(p + off + 16, v); }
-  int64_t word(size_t off, size_t k) const { return Load<int64_t>(p + off + kEntryHead + 8 * k); }
-  void set_word(size_t off, size_t k, int64_t v) {
-    Store<int64_t>(p + off + kEntryHead + 8 * k, v);
-  }
-  LogBuf* log(size_t off) const { return Load<LogBuf*>(p + off + kEntryHead); }
-  void set_log(size_t off, LogBuf* log) { Store<LogBuf*>(p + off + kEntryHead, log); }
-  size_t size_at(size_t off) const { return EntryBytes(IdAlgorithm(id(off))); }
-
-  // Offset of the entry (scope, id), or 0 when absent (0 is the header, never an entry).
-  size_t Find(uint64_t scope_id, uint64_t limit_id) const {
-    const size_t end = bytes();
-    for (size_t off = kHeaderBytes; off < end; off += size_at(off)) {
-      if (id(off) == limit_id && scope(off) == scope_id) return off;
-    }
-    return 0;
-  }
-};
-
-// One limit's evaluation, kept until all limits of the check have answered.
+// One limit's evaluation, kept until all limits of the call have answered.
 struct Pending {
   size_t off;  // 0 = no stored state
   TableKind kind;
-  State3 state;  // two-word states use a and b
-  LogBuf* log;   // the stored log (pruned), for kLog
+  State3 state;      // two-word states use a and b
+  LogBuf* log;       // the stored log (pruned), for kLog
+  LeaseBuf* leases;  // the stored lease set, for kLeases
   int64_t expiry_ms;
 };
 
-// Evaluates limit `limit` against the entry at `off` (0 = fresh). `prune_log`: a stored log may
-// be pruned in place (Check); otherwise (Peek) an unpruned log is evaluated on a pruned copy.
+// Evaluates `limit` against the entry at `off` (0 = fresh). `prune_log`: a stored log may be
+// pruned in place (a write); otherwise (Peek) an unpruned log is evaluated on a pruned copy.
 LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now, int64_t cost,
                      bool prune_log, Pending* q) {
   q->off = off;
   q->kind = internal::TableFor(limit.algorithm);
   q->log = nullptr;
+  q->leases = nullptr;
   switch (q->kind) {
     case TableKind::kTwoWord: {
       State2 old;
@@ -187,6 +112,9 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
       internal::LogFree(copy);
       return r;
     }
+    case TableKind::kLeases:
+      q->leases = off != 0 ? b.leases(off) : nullptr;
+      return internal::LeaseEvaluate(q->leases, limit, now, &q->expiry_ms);
   }
   return LimitResult{};
 }
@@ -207,52 +135,217 @@ void WriteState(Block& b, size_t off, const Pending& q) {
     case TableKind::kLog:
       b.set_log(off, q.log);
       break;
+    case TableKind::kLeases:
+      b.set_leases(off, q.leases);
+      break;
   }
 }
 
-// Removes the entry at `off` (freeing its log) without shrinking the allocation.
+// Removes the entry at `off` (freeing its log or leases) without shrinking the allocation.
 void EraseAt(Block& b, size_t off) {
   const size_t size = b.size_at(off);
-  if (internal::TableFor(IdAlgorithm(b.id(off))) == TableKind::kLog) internal::LogFree(b.log(off));
+  b.FreePayload(off);
   const size_t end = b.bytes();
   std::memmove(b.p + off, b.p + off + size, end - off - size);
   b.set_bytes(end - size);
   b.set_count(b.count() - 1);
 }
 
-// Byte writer/reader for the encoding (explicit little-endian).
-void PutU(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+// Makes room for `extra` more bytes of entries; the block may move (offsets stay valid).
+void Reserve(void*& block, Block& b, size_t extra) {
+  if (extra == 0) return;
+  const size_t old_bytes = b.p == nullptr ? kHeaderBytes : b.bytes();
+  char* p = static_cast<char*>(internal::StateRealloc(b.p, old_bytes + extra));
+  if (b.p == nullptr) {
+    Store<uint16_t>(p, 0);
+    Store<uint16_t>(p + 2, 0);
+    Store<uint32_t>(p + 4, static_cast<uint32_t>(kHeaderBytes));
+  }
+  b.p = p;
+  block = p;
 }
 
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  bool U(int bytes, uint64_t* v) {
-    if (data_.size() - pos_ < static_cast<size_t>(bytes)) return false;
-    uint64_t x = 0;
-    for (int i = 0; i < bytes; ++i) {
-      x |= uint64_t{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
+// Appends an entry header (room reserved); returns its offset. The caller writes the payload.
+size_t Append(Block& b, uint64_t scope, uint64_t id, int64_t expiry) {
+  const size_t off = Load<uint32_t>(b.p + 4);  // b.bytes() without its null test: room is reserved
+  Store<uint64_t>(b.p + off, scope);
+  Store<uint64_t>(b.p + off + 8, id);
+  b.set_expiry(off, expiry);
+  b.set_bytes(off + EntryBytes(id));
+  b.set_count(b.count() + 1);
+  return off;
+}
+
+// When the running block of state (scope, id) ends; `now` when none runs.
+int64_t BlockedUntil(const Block& b, uint64_t sid, uint64_t id, int64_t now) {
+  const size_t off = b.Find(sid, id | kBlockBit);
+  return off != 0 && b.expiry(off) > now ? b.expiry(off) : now;
+}
+
+// Stores (or moves) the block of state (scope, id) to end at `until`; false when the key already
+// holds kMaxStates entries (the block then goes unrecorded).
+// Out of line: cold, and inlined into Run it tripped a false -Wstringop-overflow.
+ABSL_ATTRIBUTE_NOINLINE bool SetBlock(void*& block, uint64_t sid, uint64_t id, int64_t until) {
+  Block b{static_cast<char*>(block)};
+  if (const size_t off = b.Find(sid, id | kBlockBit); off != 0) {
+    b.set_expiry(off, until);
+    return true;
+  }
+  if (b.count() + 1 > KeyState::kMaxStates) return false;
+  Reserve(block, b, kEntryHead);
+  Append(b, sid, id | kBlockBit, until);
+  return true;
+}
+
+// Penalty blocks of a call (see step.h): a running block overrides its limit's result; when the
+// call is denied and has a cost, each limit with BLOCK that denied it on its own starts one,
+// which its result shows at once. Returns the limits whose block starts (bit i), for the caller
+// to store with SetBlock (a peek does not).
+uint32_t ApplyBlocks(const Block& b, uint64_t sid, absl::Span<const Limit> limits,
+                     LimitResult* results, int64_t now, int64_t cost) {
+  uint32_t blocked = 0;
+  bool allowed = true;
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (limits[i].block_ms > 0) {
+      const int64_t until = BlockedUntil(b, sid, StateId(limits[i]), now);
+      if (until > now) {
+        internal::ApplyBlock(results[i], until, now);
+        blocked |= 1u << i;
+      }
     }
-    pos_ += bytes;
-    *v = x;
-    return true;
+    allowed = allowed && results[i].allowed;
   }
-  bool I64(int64_t* v) {
-    uint64_t x;
-    if (!U(8, &x)) return false;
-    *v = static_cast<int64_t>(x);
-    return true;
+  uint32_t starting = 0;
+  if (allowed || cost == 0) return starting;
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (((blocked >> i) & 1) || !internal::StartsBlock(limits[i], results[i])) continue;
+    internal::ApplyBlock(results[i], internal::BlockUntil(limits[i], now), now);
+    starting |= 1u << i;
   }
-  bool done() const { return pos_ == data_.size(); }
+  return starting;
+}
 
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
+bool HasBlock(absl::Span<const Limit> limits) {
+  for (const Limit& limit : limits) {
+    if (limit.block_ms > 0) return true;
+  }
+  return false;
+}
 
-absl::Status Corrupt(std::string_view what) {
-  return absl::InvalidArgumentError(std::string("invalid rate-limit state: ").append(what));
+enum class Op : uint8_t { kCheck, kAcquire };
+
+// Limiter::Impl::Run over one key's block: a check, or an acquire (which adds lease `nonce`).
+absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
+                             absl::Span<const Limit> limits, int64_t cost, int64_t now_ms,
+                             uint64_t nonce, bool* leased, bool* changed) {
+  *changed = false;
+  absl::StatusOr<Decision> out(absl::in_place);
+  if (op == Op::kAcquire || ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
+    absl::Status s = op == Op::kCheck ? internal::ValidateCheck(limits, cost)
+                                      : internal::ValidateAcquire(limits, cost);
+    if (!s.ok()) {
+      out = std::move(s);
+      return out;
+    }
+  }
+  Block b{static_cast<char*>(block)};
+  const uint64_t sid = ScopeId(scope);
+  const size_t n = limits.size();
+  Pending pending[kMaxLimitsPerCheck];
+  for (size_t i = 0; i < n; ++i) {
+    const size_t off = b.Find(sid, StateId(limits[i]));
+    out->limits[i] = Evaluate(b, off, limits[i], now_ms, cost, /*prune_log=*/true, &pending[i]);
+  }
+  uint32_t starting = 0;  // bit i: limit i starts a penalty block
+  // An acquire of cost 0 takes its lease but consumes nothing from its rate limits.
+  auto writes = [&](const Pending& q) {
+    return op != Op::kAcquire || cost > 0 || q.kind == TableKind::kLeases;
+  };
+  if (HasBlock(limits)) starting = ApplyBlocks(b, sid, limits, out->limits.data(), now_ms, cost);
+  internal::MakeDecision(n, *out);
+
+  if (out->allowed && (cost > 0 || op == Op::kAcquire)) {
+    size_t added = 0, added_bytes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (pending[i].off == 0 && writes(pending[i])) {
+        ++added;
+        added_bytes += EntryBytes(StateId(limits[i]));
+      }
+    }
+    // Drop what is fresh-equivalent first: it frees room and keeps the block small.
+    {
+      size_t removed = 0;
+      for (size_t off = kHeaderBytes; off < b.bytes();) {
+        if (b.expiry(off) <= now_ms) {
+          EraseAt(b, off);
+          ++removed;
+        } else {
+          off += b.size_at(off);
+        }
+      }
+      if (removed > 0) {
+        // Offsets moved; find the surviving entries again (pruned ones count as fresh, and their
+        // evaluation was of a state equivalent to fresh, so it stands).
+        for (size_t i = 0; i < n; ++i) {
+          if (pending[i].off == 0) continue;
+          pending[i].off = b.Find(sid, StateId(limits[i]));
+          if (pending[i].off == 0) {
+            if (writes(pending[i])) {
+              ++added;
+              added_bytes += EntryBytes(StateId(limits[i]));
+            }
+            pending[i].log = nullptr;     // freed with the entry
+            pending[i].leases = nullptr;  // likewise
+          }
+        }
+      }
+    }
+    if (b.count() + added > KeyState::kMaxStates) {
+      if (b.count() == 0) {
+        internal::StateFree(b.p);
+        block = nullptr;
+      }
+      out = absl::ResourceExhaustedError(absl::StrCat(
+          "too many rate-limit states under one key (at most ", KeyState::kMaxStates, ")"));
+      return out;
+    }
+    // Grow once for every new entry, then write.
+    Reserve(block, b, added_bytes);
+    for (size_t i = 0; i < n; ++i) {
+      Pending& q = pending[i];
+      if (!writes(q)) continue;
+      if (q.kind == TableKind::kLog) q.log = internal::LogAppend(q.log, limits[i], now_ms, cost);
+      if (q.kind == TableKind::kLeases) {
+        const int64_t lease_end = internal::Clamp64(internal::int128{now_ms} + limits[i].window_ms);
+        q.leases = internal::LeaseAdd(q.leases, nonce, lease_end, now_ms);
+        q.expiry_ms = std::max(q.expiry_ms, lease_end);
+        *leased = true;
+      }
+      if (q.off == 0) q.off = Append(b, sid, StateId(limits[i]), q.expiry_ms);
+      WriteState(b, q.off, q);
+    }
+    *changed = true;
+  } else {
+    // Nothing consumed. A stored state keeps its words; only an expiry that a changed limit
+    // moved is rewritten (both times in the past mean the same: fresh).
+    for (size_t i = 0; i < n; ++i) {
+      const Pending& q = pending[i];
+      if (q.off == 0) continue;
+      const int64_t old = b.expiry(q.off);
+      if (old != q.expiry_ms && (old > now_ms || q.expiry_ms > now_ms)) {
+        b.set_expiry(q.off, q.expiry_ms);
+        *changed = true;
+      }
+    }
+    // Blocks that start are stored last: a new entry may move the block of memory.
+    for (size_t i = 0; i < n; ++i) {
+      if ((starting >> i) & 1) {
+        *changed |=
+            SetBlock(block, sid, StateId(limits[i]), internal::BlockUntil(limits[i], now_ms));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -260,11 +353,7 @@ absl::Status Corrupt(std::string_view what) {
 KeyState::~KeyState() {
   Block b{static_cast<char*>(block_)};
   if (b.p == nullptr) return;
-  for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
-    if (internal::TableFor(IdAlgorithm(b.id(off))) == TableKind::kLog) {
-      internal::LogFree(b.log(off));
-    }
-  }
+  for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) b.FreePayload(off);
   internal::StateFree(b.p);
 }
 
@@ -293,9 +382,8 @@ size_t KeyState::MemoryBytes() const {
   const Block b{static_cast<char*>(block_)};
   size_t bytes = b.bytes();
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
-    if (internal::TableFor(IdAlgorithm(b.id(off))) == TableKind::kLog) {
-      bytes += internal::LogBytes(b.log(off));
-    }
+    if (b.has_log(off)) bytes += internal::LogBytes(b.log(off));
+    if (b.has_leases(off)) bytes += internal::LeaseBytes(b.leases(off));
   }
   return bytes;
 }
@@ -304,108 +392,185 @@ absl::StatusOr<Decision> KeyState::Peek(std::string_view scope, absl::Span<const
                                         int64_t cost, int64_t now_ms) const {
   absl::StatusOr<Decision> out(absl::in_place);
   if (ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
-    out = internal::ValidateCheck(limits, cost);
-    return out;
+    absl::Status s = internal::ValidatePeek(limits, cost);
+    if (!s.ok()) {
+      out = std::move(s);
+      return out;
+    }
   }
   const Block b{static_cast<char*>(block_)};
   const uint64_t sid = ScopeId(scope);
   Pending q;
   for (size_t i = 0; i < limits.size(); ++i) {
-    const size_t off = b.Find(sid, LimitId(limits[i].algorithm, limits[i].window_ms));
+    const size_t off = b.Find(sid, StateId(limits[i]));
     out->limits[i] = Evaluate(b, off, limits[i], now_ms, cost, /*prune_log=*/false, &q);
   }
+  // The blocks a check would start are shown, not stored.
+  if (HasBlock(limits)) (void)ApplyBlocks(b, sid, limits, out->limits.data(), now_ms, cost);
   internal::MakeDecision(limits.size(), *out);
   return out;
 }
 
 absl::StatusOr<Decision> KeyState::Check(std::string_view scope, absl::Span<const Limit> limits,
                                          int64_t cost, int64_t now_ms, bool* changed) {
+  bool leased = false;
+  return Run(block_, Op::kCheck, scope, limits, cost, now_ms, 0, &leased, changed);
+}
+
+absl::StatusOr<Decision> KeyState::Acquire(std::string_view scope, std::string_view key,
+                                           absl::Span<const Limit> limits, int64_t cost,
+                                           int64_t now_ms, std::string* lease_id, bool* changed) {
+  lease_id->clear();
+  const uint64_t nonce = internal::NewLeaseNonce();
+  bool leased = false;
+  absl::StatusOr<Decision> d =
+      Run(block_, Op::kAcquire, scope, limits, cost, now_ms, nonce, &leased, changed);
+  if (d.ok() && leased) *lease_id = internal::FormatLeaseId(ScopeId(scope), key, nonce);
+  return d;
+}
+
+absl::StatusOr<bool> KeyState::Release(std::string_view key, std::string_view lease_id,
+                                       int64_t now_ms, bool* changed) {
   *changed = false;
+  absl::StatusOr<internal::LeaseId> id = internal::ParseLeaseId(lease_id, key);
+  if (!id.ok()) return id.status();
+  Block b{static_cast<char*>(block_)};
+  const size_t off = b.Find(id->scope_id, LimitId(Algorithm::kConcurrency, 0));
+  if (off == 0) return false;
+  LeaseBuf* leases = b.leases(off);
+  const size_t before = internal::LeaseCount(leases);
+  const bool held = internal::LeaseRemove(leases, id->nonce, now_ms);
+  *changed = internal::LeaseCount(leases) != before;
+  if (internal::LeaseCount(leases) == 0) {
+    EraseAt(b, off);
+    if (b.count() == 0) {
+      internal::StateFree(b.p);
+      block_ = nullptr;
+    }
+  } else if (*changed) {
+    b.set_expiry(off, internal::LeaseExpiry(leases, now_ms));
+  }
+  return held;
+}
+
+absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<const Limit> limits,
+                                          int64_t amount, int64_t now_ms, bool refund,
+                                          bool* changed) {
+  *changed = false;
+  const AdjustOp op = refund ? AdjustOp::kRefund : AdjustOp::kCharge;
   absl::StatusOr<Decision> out(absl::in_place);
-  if (ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
-    out = internal::ValidateCheck(limits, cost);
+  if (absl::Status s = internal::ValidateAdjust(limits, amount, op); !s.ok()) {
+    out = std::move(s);
     return out;
   }
-  Block b{static_cast<char*>(block_)};
   const uint64_t sid = ScopeId(scope);
   const size_t n = limits.size();
-  Pending pending[kMaxLimitsPerCheck];
-  bool allowed = true;
-  size_t added = 0, added_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t off = b.Find(sid, LimitId(limits[i].algorithm, limits[i].window_ms));
-    out->limits[i] = Evaluate(b, off, limits[i], now_ms, cost, /*prune_log=*/true, &pending[i]);
-    allowed = allowed && out->limits[i].allowed;
-    if (off == 0) {
-      ++added;
-      added_bytes += EntryBytes(limits[i].algorithm);
+  // New entries are made only by a charge; check the bound before anything changes (after
+  // dropping fresh entries, as a check does).
+  if (op == AdjustOp::kCharge && amount > 0) {
+    size_t added = 0;
+    Block b{static_cast<char*>(block_)};
+    for (size_t i = 0; i < n; ++i) added += b.Find(sid, StateId(limits[i])) == 0;
+    if (added > 0 && b.count() + added > kMaxStates) {
+      *changed = Prune(now_ms) > 0;
+      b.p = static_cast<char*>(block_);
+      added = 0;
+      for (size_t i = 0; i < n; ++i) added += b.Find(sid, StateId(limits[i])) == 0;
+      if (b.count() + added > kMaxStates) {
+        out = absl::ResourceExhaustedError(
+            absl::StrCat("too many rate-limit states under one key (at most ", kMaxStates, ")"));
+        return out;
+      }
     }
   }
-
-  if (allowed && cost > 0) {
-    // Drop what is fresh-equivalent first: it frees room and keeps the block small.
-    if (Prune(now_ms) > 0) {
-      // Offsets moved; find the surviving entries again (pruned ones count as fresh, and their
-      // evaluation was of a state equivalent to fresh, so it stands).
-      b.p = static_cast<char*>(block_);
-      for (size_t i = 0; i < n; ++i) {
-        if (pending[i].off == 0) continue;
-        pending[i].off = b.Find(sid, LimitId(limits[i].algorithm, limits[i].window_ms));
-        if (pending[i].off == 0) {
-          ++added;
-          added_bytes += EntryBytes(limits[i].algorithm);
-          if (pending[i].kind == TableKind::kLog) pending[i].log = nullptr;  // freed by Prune
+  for (size_t i = 0; i < n; ++i) {
+    const Limit& limit = limits[i];
+    Block b{static_cast<char*>(block_)};
+    const uint64_t id = StateId(limit);
+    size_t off = b.Find(sid, id);
+    LimitResult& r = out->limits[i];
+    int64_t expiry_ms = now_ms;
+    Pending q{};
+    q.off = off;
+    q.kind = internal::TableFor(limit.algorithm);
+    bool write = false;
+    switch (q.kind) {
+      case TableKind::kTwoWord: {
+        State2 old;
+        if (off != 0) old = State2{b.word(off, 0), b.word(off, 1)};
+        const internal::Step<State2> step =
+            internal::TwoWordAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
+        r = step.result;
+        expiry_ms = step.expiry_ms;
+        q.state = State3{step.state.a, step.state.b, 0};
+        write = step.changed;
+        break;
+      }
+      case TableKind::kThreeWord: {
+        State3 old;
+        if (off != 0) old = State3{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
+        const internal::Step<State3> step =
+            internal::SlidingWindowAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
+        r = step.result;
+        expiry_ms = step.expiry_ms;
+        q.state = step.state;
+        write = step.changed;
+        break;
+      }
+      case TableKind::kLog: {
+        LogBuf* log = off != 0 ? b.log(off) : nullptr;
+        internal::LogPrune(log, limit.window_ms, now_ms);
+        log = internal::LogAdjust(log, limit, now_ms, amount, op);
+        if (off != 0) b.set_log(off, log);  // owned by the entry from here on
+        r = internal::LogEvaluate(log, limit, now_ms, 0, &expiry_ms);
+        q.log = log;
+        write = amount > 0 && log != nullptr;
+        break;
+      }
+      case TableKind::kLeases:
+        break;  // refused by ValidateAdjust
+    }
+    q.expiry_ms = expiry_ms;
+    if (write) {
+      if (expiry_ms <= now_ms) {
+        // Equivalent to fresh: no entry (a new log made for nothing is freed).
+        if (off != 0) {
+          EraseAt(b, off);
+        } else if (q.kind == TableKind::kLog) {
+          internal::LogFree(q.log);
         }
+      } else {
+        if (off == 0) {
+          Reserve(block_, b, EntryBytes(id));
+          off = Append(b, sid, id, expiry_ms);
+        }
+        WriteState(b, off, q);
       }
+      *changed = true;
     }
-    if (b.count() + added > kMaxStates) {
-      out = absl::ResourceExhaustedError(
-          absl::StrCat("too many rate-limit states under one key (at most ", kMaxStates, ")"));
-      return out;
+    // A refund or charge neither starts nor lifts a block, but its answer shows one.
+    if (limit.block_ms > 0) {
+      const int64_t until = BlockedUntil(Block{static_cast<char*>(block_)}, sid, id, now_ms);
+      if (until > now_ms) internal::ApplyBlock(r, until, now_ms);
     }
-    // Grow once for every new entry, then write.
-    if (added > 0) {
-      const size_t old_bytes = b.p == nullptr ? kHeaderBytes : b.bytes();
-      const size_t new_bytes = old_bytes + added_bytes;
-      char* p = static_cast<char*>(internal::StateRealloc(b.p, new_bytes));
-      if (b.p == nullptr) {
-        Store<uint16_t>(p, 0);
-        Store<uint16_t>(p + 2, 0);
-        Store<uint32_t>(p + 4, static_cast<uint32_t>(kHeaderBytes));
-      }
-      b.p = p;
-      block_ = p;
-    }
-    size_t tail = b.bytes();
-    for (size_t i = 0; i < n; ++i) {
-      Pending& q = pending[i];
-      if (q.kind == TableKind::kLog) q.log = internal::LogAppend(q.log, limits[i], now_ms, cost);
-      if (q.off == 0) {
-        q.off = tail;
-        Store<uint64_t>(b.p + tail, sid);
-        Store<uint64_t>(b.p + tail + 8, LimitId(limits[i].algorithm, limits[i].window_ms));
-        tail += EntryBytes(limits[i].algorithm);
-        b.set_bytes(tail);
-        b.set_count(b.count() + 1);
-      }
-      WriteState(b, q.off, q);
-    }
-    *changed = true;
-  } else {
-    // Nothing consumed. A stored state keeps its words; only an expiry that a changed limit
-    // moved is rewritten (both times in the past mean the same: fresh).
-    for (size_t i = 0; i < n; ++i) {
-      const Pending& q = pending[i];
-      if (q.off == 0) continue;
-      const int64_t old = b.expiry(q.off);
-      if (old != q.expiry_ms && (old > now_ms || q.expiry_ms > now_ms)) {
-        b.set_expiry(q.off, q.expiry_ms);
-        *changed = true;
-      }
-    }
+  }
+  Block b{static_cast<char*>(block_)};
+  if (b.p != nullptr && b.count() == 0) {
+    internal::StateFree(b.p);
+    block_ = nullptr;
   }
   internal::MakeDecision(n, *out);
   return out;
+}
+
+absl::StatusOr<Decision> KeyState::Refund(std::string_view scope, absl::Span<const Limit> limits,
+                                          int64_t amount, int64_t now_ms, bool* changed) {
+  return Adjust(scope, limits, amount, now_ms, /*refund=*/true, changed);
+}
+
+absl::StatusOr<Decision> KeyState::Charge(std::string_view scope, absl::Span<const Limit> limits,
+                                          int64_t amount, int64_t now_ms, bool* changed) {
+  return Adjust(scope, limits, amount, now_ms, /*refund=*/false, changed);
 }
 
 size_t KeyState::Reset(std::string_view scope, absl::Span<const Limit> limits) {
@@ -413,12 +578,20 @@ size_t KeyState::Reset(std::string_view scope, absl::Span<const Limit> limits) {
   const uint64_t sid = ScopeId(scope);
   size_t removed = 0;
   for (const Limit& limit : limits) {
-    const size_t off = b.Find(sid, LimitId(limit.algorithm, limit.window_ms));
-    if (off == 0) continue;
-    EraseAt(b, off);
-    ++removed;
+    bool any = false;
+    const uint64_t id = StateId(limit);
+    if (const size_t off = b.Find(sid, id); off != 0) {
+      EraseAt(b, off);
+      any = true;
+    }
+    // A reset lifts a penalty block too, whether or not this limit was written with BLOCK.
+    if (const size_t off = b.Find(sid, id | kBlockBit); off != 0) {
+      EraseAt(b, off);
+      any = true;
+    }
+    removed += any;
   }
-  if (removed > 0 && b.count() == 0) {
+  if (b.p != nullptr && b.count() == 0) {
     internal::StateFree(b.p);
     block_ = nullptr;
   }
@@ -441,136 +614,6 @@ size_t KeyState::Prune(int64_t now_ms) {
     block_ = nullptr;
   }
   return removed;
-}
-
-void KeyState::Encode(std::string* out) const {
-  const Block b{static_cast<char*>(block_)};
-  PutU(out, kEncodingVersion, 1);
-  PutU(out, b.count(), 2);
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
-    const Algorithm algorithm = IdAlgorithm(b.id(off));
-    PutU(out, b.scope(off), 8);
-    PutU(out, static_cast<uint8_t>(algorithm), 1);
-    PutU(out, static_cast<uint64_t>(IdWindow(b.id(off))), 8);
-    PutU(out, static_cast<uint64_t>(b.expiry(off)), 8);
-    const TableKind kind = internal::TableFor(algorithm);
-    if (kind == TableKind::kLog) {
-      runs.clear();
-      internal::LogRuns(b.log(off), &runs);
-      PutU(out, runs.size(), 4);
-      for (const auto& [t, count] : runs) {
-        PutU(out, static_cast<uint64_t>(t), 8);
-        PutU(out, static_cast<uint64_t>(count), 8);
-      }
-    } else {
-      for (size_t k = 0; k < PayloadWords(kind); ++k) {
-        PutU(out, static_cast<uint64_t>(b.word(off, k)), 8);
-      }
-    }
-  }
-}
-
-absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) {
-  Reader r(data);
-  uint64_t version = 0, count = 0;
-  if (!r.U(1, &version) || !r.U(2, &count)) return Corrupt("truncated header");
-  if (version != kEncodingVersion) {
-    return Corrupt(absl::StrCat("unsupported encoding version ", version));
-  }
-  if (count > kMaxStates) return Corrupt("too many states");
-  KeyState state;
-  if (count == 0) {
-    if (!r.done()) return Corrupt("trailing bytes");
-    return state;
-  }
-  // First pass into a vector of parsed entries, so nothing is allocated for hostile sizes
-  // beyond what the input itself holds.
-  struct Parsed {
-    uint64_t scope;
-    Algorithm algorithm;
-    int64_t window;
-    int64_t expiry;
-    int64_t words[3];
-    std::vector<std::pair<int64_t, int64_t>> runs;
-  };
-  std::vector<Parsed> entries;
-  entries.reserve(count);
-  size_t bytes = kHeaderBytes;
-  for (uint64_t i = 0; i < count; ++i) {
-    Parsed e{};
-    uint64_t algorithm = 0, window = 0;
-    if (!r.U(8, &e.scope) || !r.U(1, &algorithm) || !r.U(8, &window) || !r.I64(&e.expiry)) {
-      return Corrupt("truncated entry");
-    }
-    if (algorithm > static_cast<uint8_t>(Algorithm::kLeakyBucket)) {
-      return Corrupt("unknown algorithm");
-    }
-    if (window < 1 || window > static_cast<uint64_t>(kMaxWindowMs)) return Corrupt("bad window");
-    e.algorithm = static_cast<Algorithm>(algorithm);
-    e.window = static_cast<int64_t>(window);
-    for (const Parsed& other : entries) {
-      if (other.scope == e.scope && other.algorithm == e.algorithm && other.window == e.window) {
-        return Corrupt("duplicate state");
-      }
-    }
-    const TableKind kind = internal::TableFor(e.algorithm);
-    if (kind == TableKind::kLog) {
-      uint64_t runs = 0;
-      if (!r.U(4, &runs)) return Corrupt("truncated log");
-      if (runs > kMaxDecodedRuns) return Corrupt("log too long");
-      int64_t last = INT64_MIN, total = 0;
-      for (uint64_t k = 0; k < runs; ++k) {
-        int64_t t = 0, c = 0;
-        if (!r.I64(&t) || !r.I64(&c)) return Corrupt("truncated log");
-        if (t < -kMaxLogTime || t > kMaxLogTime || t < last) return Corrupt("bad log time");
-        if (c < 1 || c > kMaxLimit || total > kMaxLimit * 16) return Corrupt("bad log count");
-        total += c;
-        last = t;
-        e.runs.emplace_back(t, c);
-      }
-    } else {
-      for (size_t k = 0; k < PayloadWords(kind); ++k) {
-        if (!r.I64(&e.words[k])) return Corrupt("truncated state");
-      }
-    }
-    bytes += EntryBytes(e.algorithm);
-    entries.push_back(std::move(e));
-  }
-  if (!r.done()) return Corrupt("trailing bytes");
-
-  char* p = static_cast<char*>(internal::StateAlloc(bytes));
-  Block b{p};
-  Store<uint16_t>(p, 0);
-  Store<uint16_t>(p + 2, 0);
-  Store<uint32_t>(p + 4, static_cast<uint32_t>(kHeaderBytes));
-  state.block_ = p;  // owned from here on, so a throwing LogAppend leaks nothing
-  size_t off = kHeaderBytes;
-  for (const Parsed& e : entries) {
-    Store<uint64_t>(p + off, e.scope);
-    Store<uint64_t>(p + off + 8, LimitId(e.algorithm, e.window));
-    b.set_expiry(off, e.expiry);
-    const TableKind kind = internal::TableFor(e.algorithm);
-    if (kind == TableKind::kLog) {
-      b.set_log(off, nullptr);
-      b.set_bytes(off + EntryBytes(e.algorithm));
-      b.set_count(b.count() + 1);
-      int64_t total = 0;
-      for (const auto& run : e.runs) total += run.second;
-      const Limit sizing{Algorithm::kSlidingLog, std::clamp<int64_t>(total, 1, kMaxLimit), 1};
-      LogBuf* log = nullptr;
-      for (const auto& [t, c] : e.runs) {
-        log = internal::LogAppend(log, sizing, t, c);
-        b.set_log(off, log);
-      }
-    } else {
-      for (size_t k = 0; k < PayloadWords(kind); ++k) b.set_word(off, k, e.words[k]);
-      b.set_bytes(off + EntryBytes(e.algorithm));
-      b.set_count(b.count() + 1);
-    }
-    off += EntryBytes(e.algorithm);
-  }
-  return state;
 }
 
 }  // namespace rl

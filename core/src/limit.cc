@@ -22,17 +22,18 @@ struct AlgorithmInfo {
   bool has_burst;  // reads LIMIT/WINDOW as a rate with a capacity, so BURST means something
 };
 
-constexpr std::array<AlgorithmInfo, 6> kAlgorithms = {{
+constexpr std::array<AlgorithmInfo, 7> kAlgorithms = {{
     {Algorithm::kTokenBucket, "TOKEN_BUCKET", true},
     {Algorithm::kGcra, "GCRA", true},
     {Algorithm::kSlidingLog, "SLIDING_LOG", false},
     {Algorithm::kSlidingWindow, "SLIDING_WINDOW", false},
     {Algorithm::kFixedWindow, "FIXED_WINDOW", false},
     {Algorithm::kLeakyBucket, "LEAKY_BUCKET", true},
+    {Algorithm::kConcurrency, "CONCURRENCY", false},
 }};
 
 constexpr std::string_view kAlgorithmList =
-    "TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW or LEAKY_BUCKET";
+    "TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY";
 constexpr std::string_view kWindowHint = "(use e.g. 250ms, 1s, 1m, 1h, 1d)";
 
 bool IsSpace(char c) {
@@ -90,7 +91,16 @@ absl::StatusOr<int64_t> ParseCount(std::string_view text, std::string_view what)
 absl::Status ValidateLimit(const Limit& limit) {
   const AlgorithmInfo* info = FindAlgorithm(limit.algorithm);
   if (info == nullptr) return absl::InvalidArgumentError("unknown algorithm");
-  if (limit.limit < 1 || limit.limit > kMaxLimit) {
+  if (limit.algorithm == Algorithm::kConcurrency) {
+    if (limit.limit < 1 || limit.limit > kMaxConcurrency) {
+      return absl::InvalidArgumentError("CONCURRENCY must be between 1 and " +
+                                        std::to_string(kMaxConcurrency));
+    }
+    if (limit.window_ms < 1 || limit.window_ms > kMaxWindowMs) {
+      return absl::InvalidArgumentError("LEASE must be between 1ms and " +
+                                        FormatDuration(kMaxWindowMs));
+    }
+  } else if (limit.limit < 1 || limit.limit > kMaxLimit) {
     return absl::InvalidArgumentError("limit must be between 1 and " + std::to_string(kMaxLimit));
   }
   if (limit.window_ms < 1 || limit.window_ms > kMaxWindowMs) {
@@ -103,7 +113,45 @@ absl::Status ValidateLimit(const Limit& limit) {
   if (limit.burst != 0 && !info->has_burst) {
     return absl::InvalidArgumentError("BURST is not allowed with " + std::string(info->name));
   }
+  if (limit.block_ms < 0 || limit.block_ms > kMaxWindowMs) {
+    return absl::InvalidArgumentError("BLOCK must be between 1ms and " +
+                                      FormatDuration(kMaxWindowMs));
+  }
+  if (limit.block_ms != 0 && limit.algorithm == Algorithm::kConcurrency) {
+    return absl::InvalidArgumentError("BLOCK is not allowed with CONCURRENCY");
+  }
   return absl::OkStatus();
+}
+
+// "CONCURRENCY n [LEASE ttl]" from tokens[i] (the keyword) on; advances *pos past it.
+absl::StatusOr<Limit> ParseConcurrency(absl::Span<const std::string_view> tokens, size_t* pos) {
+  size_t i = *pos;
+  if (tokens.size() - i < 2) {
+    return absl::InvalidArgumentError(
+        "CONCURRENCY needs the most leases held at once, e.g. CONCURRENCY 3 [LEASE 5m]");
+  }
+  int64_t n = 0;
+  if (!AllDigits(tokens[i + 1]) || !ParseDigits(tokens[i + 1], kMaxConcurrency, &n) || n < 1) {
+    return absl::InvalidArgumentError("CONCURRENCY must be between 1 and " +
+                                      std::to_string(kMaxConcurrency));
+  }
+  Limit limit{Algorithm::kConcurrency, n, kDefaultLeaseMs};
+  i += 2;
+  if (i < tokens.size() && EqualsIgnoreCase(tokens[i], "LEASE")) {
+    if (i + 1 >= tokens.size()) return absl::InvalidArgumentError("LEASE needs a duration");
+    absl::StatusOr<int64_t> ttl = ParseDurationMs(tokens[i + 1]);
+    if (!ttl.ok()) return ttl.status();
+    limit.window_ms = *ttl;
+    i += 2;
+  }
+  if (i < tokens.size() && EqualsIgnoreCase(tokens[i], "BURST")) {
+    return absl::InvalidArgumentError("BURST is not allowed with CONCURRENCY");
+  }
+  if (i < tokens.size() && EqualsIgnoreCase(tokens[i], "BLOCK")) {
+    return absl::InvalidArgumentError("BLOCK is not allowed with CONCURRENCY");
+  }
+  *pos = i;
+  return limit;
 }
 
 }  // namespace
@@ -178,6 +226,7 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
     return absl::InvalidArgumentError("unknown algorithm '" + Echo(tokens[i]) + "' (use " +
                                       std::string(kAlgorithmList) + ")");
   }
+  if (*algorithm == Algorithm::kConcurrency) return ParseConcurrency(tokens, pos);
   const AlgorithmInfo* info = FindAlgorithm(*algorithm);
   if (tokens.size() - i < 3) {
     return absl::InvalidArgumentError(std::string(info->name) +
@@ -194,16 +243,33 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
   limit.window_ms = *window;
   i += 3;
 
-  if (i < tokens.size() && EqualsIgnoreCase(tokens[i], "BURST")) {
-    if (!info->has_burst) {
+  // Options after the numbers, in any order, each at most once.
+  while (i < tokens.size()) {
+    const bool burst = EqualsIgnoreCase(tokens[i], "BURST");
+    const bool block = EqualsIgnoreCase(tokens[i], "BLOCK");
+    if (EqualsIgnoreCase(tokens[i], "LEASE")) {
+      return absl::InvalidArgumentError("LEASE is only for CONCURRENCY");
+    }
+    if (!burst && !block) break;
+    if (burst && !info->has_burst) {
       return absl::InvalidArgumentError("BURST is not allowed with " + std::string(info->name));
     }
-    if (i + 1 >= tokens.size()) {
-      return absl::InvalidArgumentError("BURST needs a value");
+    if ((burst && limit.burst != 0) || (block && limit.block_ms != 0)) {
+      return absl::InvalidArgumentError(std::string(burst ? "BURST" : "BLOCK") +
+                                        " given more than once");
     }
-    absl::StatusOr<int64_t> burst = ParseCount(tokens[i + 1], "burst");
-    if (!burst.ok()) return burst.status();
-    limit.burst = *burst;
+    if (i + 1 >= tokens.size()) {
+      return absl::InvalidArgumentError(std::string(burst ? "BURST" : "BLOCK") + " needs a value");
+    }
+    if (burst) {
+      absl::StatusOr<int64_t> value = ParseCount(tokens[i + 1], "burst");
+      if (!value.ok()) return value.status();
+      limit.burst = *value;
+    } else {
+      absl::StatusOr<int64_t> value = ParseDurationMs(tokens[i + 1]);
+      if (!value.ok()) return value.status();
+      limit.block_ms = *value;
+    }
     i += 2;
   }
   *pos = i;
@@ -245,12 +311,24 @@ std::string FormatLimit(const Limit& limit) {
   std::string out(AlgorithmName(limit.algorithm));
   out += ' ';
   out += std::to_string(limit.limit);
+  if (limit.algorithm == Algorithm::kConcurrency) {
+    // The default ttl is left out, like a default BURST.
+    if (limit.window_ms != kDefaultLeaseMs) {
+      out += " LEASE ";
+      out += FormatDuration(limit.window_ms);
+    }
+    return out;
+  }
   out += ' ';
   out += FormatDuration(limit.window_ms);
   // A burst equal to the limit is the default; leaving it out keeps the canonical text short.
   if (limit.burst > 0 && limit.burst != limit.limit) {
     out += " BURST ";
     out += std::to_string(limit.burst);
+  }
+  if (limit.block_ms > 0) {
+    out += " BLOCK ";
+    out += FormatDuration(limit.block_ms);
   }
   return out;
 }
@@ -346,6 +424,10 @@ absl::Status ValidateLimits(absl::Span<const Limit> limits) {
   for (size_t i = 0; i < limits.size(); ++i) {
     if (absl::Status status = ValidateLimit(limits[i]); !status.ok()) return status;
     for (size_t j = 0; j < i; ++j) {
+      if (limits[i].algorithm == Algorithm::kConcurrency &&
+          limits[j].algorithm == Algorithm::kConcurrency) {
+        return absl::InvalidArgumentError("more than one CONCURRENCY limit (one per check)");
+      }
       if (limits[j].algorithm == limits[i].algorithm &&
           limits[j].window_ms == limits[i].window_ms) {
         return absl::InvalidArgumentError("duplicate limit " +

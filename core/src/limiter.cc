@@ -11,7 +11,9 @@
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
+#include "leases.h"
 #include "limiter_impl.h"
+#include "rl/key_state.h"
 #include "sliding_log.h"
 #include "step.h"
 
@@ -20,10 +22,13 @@
 
 namespace rl {
 
+using internal::LeaseBuf;
 using internal::LogBuf;
 using internal::Shard;
 using internal::Slot2;
 using internal::Slot3;
+using internal::SlotBlock;
+using internal::SlotLease;
 using internal::SlotLog;
 using internal::State2;
 using internal::State3;
@@ -99,10 +104,12 @@ struct Pending {
   const Slot2* slot2;  // found state, by table
   const Slot3* slot3;
   const SlotLog* slotl;
+  const SlotLease* slote;  // set only by peeks and acquires (the only runs that see leases)
   State2 state2;
   State3 state3;
   int64_t expiry_ms;
-  LogBuf* new_log;  // a log created by this check, to insert
+  LogBuf* new_log;       // a log created by this check, to insert
+  LeaseBuf* new_leases;  // a lease set created by this acquire, to insert
 };
 // Room for the most limits a check may name, constructed only as far as used: zeroing all eight
 // on every check showed up in profiles.
@@ -127,7 +134,9 @@ Limiter::Impl::Impl(LimiterOptions options)
   if (shards == 0) shards = std::clamp<size_t>(RoundUpPow2(max_keys / 4096), 1, kDefaultShards);
   shards = RoundUpPow2(std::clamp<size_t>(shards, 1, kMaxShards));
   shard_mask_ = shards - 1;
-  max_keys_per_shard_ = std::max<size_t>(1, (max_keys + shards - 1) / shards);
+  // Rounded up without (max_keys + shards - 1), which wraps for a bound near SIZE_MAX and left one
+  // key per shard (issue 10 item 2).
+  max_keys_per_shard_ = std::max<size_t>(1, max_keys / shards + (max_keys % shards != 0));
   max_bytes_per_shard_ =
       options.max_memory_bytes > 0 ? std::max<size_t>(1, options.max_memory_bytes / shards) : 0;
   overflow_ = options.overflow;
@@ -153,6 +162,16 @@ Limiter::Impl::StateKey Limiter::Impl::KeyFor(std::string_view scope, std::strin
                                               const Limit& limit) const {
   const uint64_t k = KeyHasher(scope, key, seed_).For(limit);
   return {k, ShardOf(k, shard_mask_)};
+}
+
+Limiter::Impl::StateKey Limiter::Impl::LeaseKeyFor(uint64_t scope_id, std::string_view key) const {
+  // Lease sets have a table of their own, so their keys need not stay apart from rate states'.
+  uint64_t x =
+      XXH3_64bits_withSeed(key.data(), key.size(), seed_ ^ (scope_id * 0xC2B2AE3D27D4EB4Full));
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  return {x, ShardOf(x, shard_mask_)};
 }
 
 bool Limiter::Impl::Over(const Shard& shard, size_t adding) const {
@@ -211,14 +230,55 @@ LimitResult Limiter::Impl::Refused(const Shard& shard, int64_t now, LimitResult 
   return r;
 }
 
+// Penalty blocks (see step.h), after the limits were evaluated: a running block overrides its
+// limit's result; then, when the call is denied and has a cost, each limit with BLOCK that denied
+// it on its own starts a block (stored when `commit`; a peek reports the block it would start).
+// Out of line: only checks of limits with BLOCK come here.
+void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limit> limits,
+                                LimitResult* results, int64_t now, int64_t cost, bool commit) {
+  const Pending* p = static_cast<const Pending*>(pending_items);
+  const size_t n = limits.size();
+  uint32_t blocked = 0;  // bit i: limit i is under a running block
+  bool allowed = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (limits[i].block_ms > 0) {
+      const int64_t until = shards_[p[i].shard].BlockedUntil(p[i].key, now);
+      if (until > now) {
+        internal::ApplyBlock(results[i], until, now);
+        blocked |= 1u << i;
+      }
+    }
+    allowed = allowed && results[i].allowed;
+  }
+  if (allowed || cost == 0) return;
+  for (size_t i = 0; i < n; ++i) {
+    if (((blocked >> i) & 1) || !internal::StartsBlock(limits[i], results[i])) continue;
+    const int64_t until = internal::BlockUntil(limits[i], now);
+    if (commit) {
+      auto [it, inserted] = shards_[p[i].shard].blocks.insert(SlotBlock{p[i].key, until});
+      if (!inserted) it->until = until;
+    }
+    internal::ApplyBlock(results[i], until, now);
+  }
+}
+
+template <Limiter::Impl::Op kOp>
 absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
                                             absl::Span<const Limit> limits, int64_t cost,
-                                            bool commit) {
+                                            uint64_t nonce, bool* leased) {
+  constexpr bool kCommit = kOp != Op::kPeek;
+  // Only a peek or an acquire may name a CONCURRENCY limit, so a check compiles without leases.
+  constexpr bool kLeases = kOp != Op::kCheck;
   // One result object, returned by name so the large Decision is built in place.
   absl::StatusOr<Decision> out(absl::in_place);
-  if (ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
-    out = internal::ValidateCheck(limits, cost);
-    return out;
+  if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
+    absl::Status s = kOp == Op::kCheck  ? internal::ValidateCheck(limits, cost)
+                     : kOp == Op::kPeek ? internal::ValidatePeek(limits, cost)
+                                        : internal::ValidateAcquire(limits, cost);
+    if (!s.ok()) {
+      out = std::move(s);
+      return out;
+    }
   }
   LimitResult* results = out->limits.data();
   const size_t n = limits.size();
@@ -226,10 +286,16 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   Pending* p = pending.items;
   uint32_t locked[kMaxLimitsPerCheck];
   uint64_t keys[kMaxLimitsPerCheck];
+  int64_t blocks = 0;  // non-zero when some limit has a BLOCK
   {
     const KeyHasher hasher(scope, key, seed_);
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t k = hasher.For(limits[i]);
+      uint64_t k;
+      if (kLeases && limits[i].algorithm == Algorithm::kConcurrency) {
+        k = LeaseKeyFor(ScopeId(scope), key).key;
+      } else {
+        k = hasher.For(limits[i]);
+      }
       // Only the members read before being written: value-initializing all of Pending (with its
       // LimitResult and states) cost ~27 instructions per limit.
       new (&p[i]) Pending;
@@ -237,23 +303,27 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
       p[i].slot3 = nullptr;
       p[i].slotl = nullptr;
       p[i].new_log = nullptr;
+      if constexpr (kLeases) {
+        p[i].slote = nullptr;
+        p[i].new_leases = nullptr;
+      }
       p[i].key = keys[i] = k;
       p[i].shard = locked[i] = ShardOf(k, shard_mask_);
       p[i].kind = internal::TableFor(limits[i].algorithm);
+      blocks |= limits[i].block_ms;
     }
   }
-  // A fixed lock order (ascending shard index) keeps concurrent multi-limit checks deadlock-free.
-  size_t lock_count = 1;
-  if (n > 1) {
-    std::sort(locked, locked + n);
-    lock_count = std::unique(locked, locked + n) - locked;
-  }
-  for (size_t i = 0; i < lock_count; ++i) shards_[locked[i]].mu.lock();
+  // Whether a pending limit found a stored state.
+  auto found = [](const Pending& q) {
+    bool f = q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr;
+    if constexpr (kLeases) f = f || q.slote != nullptr;
+    return f;
+  };
+  const size_t lock_count = LockShards(locked, n);
   // One `now` per check, read under the locks so a check that waited for a lock does not act on
   // a time older than the state it finds.
   const int64_t now = clock_->NowMs();
 
-  bool allowed = true;
   for (size_t i = 0; i < n; ++i) {
     Pending& q = p[i];
     Shard& sh = shards_[q.shard];
@@ -298,19 +368,38 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         results[i] = internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
         break;
       }
+      case TableKind::kLeases: {
+        if constexpr (kLeases) {
+          auto it = sh.leases.find(q.key);
+          const LeaseBuf* leases = nullptr;
+          if (it != sh.leases.end()) {
+            q.slote = &*it;
+            leases = it->leases;
+          }
+          results[i] = internal::LeaseEvaluate(leases, limit, now, &q.expiry_ms);
+        }
+        break;
+      }
     }
-    allowed = allowed && results[i].allowed;
   }
+  if (ABSL_PREDICT_FALSE(blocks != 0)) ApplyBlocks(p, limits, results, now, cost, kCommit);
+  // The decision now, while its limits' results are at hand (a refusal below redoes it).
+  internal::MakeDecision(n, *out);
+  const bool allowed = out->allowed;
 
+  // An acquire of cost 0 takes its lease but consumes nothing from its rate limits.
+  auto writes = [&](const Pending& q) {
+    return kOp != Op::kAcquire || cost > 0 || q.kind == TableKind::kLeases;
+  };
   // New states need room before anything is written: at a bound with nothing safe to evict they
   // are not stored, and the overflow mode decides the check (see LimiterOptions::overflow).
   uint32_t unstored = 0;  // bit i: the new state of limit i cannot be stored
-  bool write = allowed && commit && cost > 0;
+  bool write = allowed && kCommit && (cost > 0 || kOp == Op::kAcquire);
   if (write) {
     uint32_t placed = 0;
     for (size_t i = 0; i < n; ++i) {
       const Pending& q = p[i];
-      if (q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr) continue;
+      if (found(q) || !writes(q)) continue;
       size_t adding = 1;  // with the new states of this check already placed in its shard
       for (size_t j = 0; j < i; ++j) adding += ((placed >> j) & 1) && p[j].shard == q.shard;
       if (MakeRoom(shards_[q.shard], now, adding, keys, n)) {
@@ -326,6 +415,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         for (size_t i = 0; i < n; ++i) {
           if ((unstored >> i) & 1) results[i] = Refused(shards_[p[i].shard], now, results[i]);
         }
+        internal::MakeDecision(n, *out);
       }
     }
   }
@@ -336,6 +426,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     // above only erased other states), then insert new ones.
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
+      if (!writes(q)) continue;
       Shard& sh = shards_[q.shard];
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.kind == TableKind::kLog) {
@@ -360,11 +451,27 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         q.slot3->b = q.state3.b;
         q.slot3->c = q.state3.c;
         q.slot3->expiry = expiry;
+      } else if constexpr (kOp == Op::kAcquire) {
+        if (q.kind != TableKind::kLeases || ((unstored >> i) & 1)) continue;
+        // The lease: held until released or until its ttl has run out.
+        const int64_t lease_end = internal::Clamp64(internal::int128{now} + limits[i].window_ms);
+        LeaseBuf* leases = q.slote != nullptr ? q.slote->leases : nullptr;
+        const size_t before = internal::LeaseBytes(leases);
+        leases = internal::LeaseAdd(leases, nonce, lease_end, now);
+        sh.lease_bytes += internal::LeaseBytes(leases) - before;
+        q.expiry_ms = std::max(q.expiry_ms, lease_end);
+        *leased = true;
+        if (q.slote != nullptr) {
+          q.slote->leases = leases;
+          q.slote->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
+        } else {
+          q.new_leases = leases;
+        }
       }
     }
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
-      if (q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr) continue;
+      if (found(q) || !writes(q)) continue;
       if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
       Shard& sh = shards_[q.shard];
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
@@ -384,6 +491,12 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         case TableKind::kLog:
           sh.logs.insert(SlotLog{q.key, expiry, q.new_log});
           break;
+        case TableKind::kLeases:
+          if constexpr (kLeases) {
+            sh.leases.insert(SlotLease{
+                q.key, expiry_.Encode(q.expiry_ms, internal::kLevelProtected), q.new_leases});
+          }
+          break;
       }
     }
     // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
@@ -397,7 +510,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
-      if (q.slot2 == nullptr && q.slot3 == nullptr && q.slotl == nullptr) continue;
+      if (!found(q)) continue;
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.expiry_ms <= now) {
         if (sh.Erase(q.kind, q.key)) ++sh.expired;
@@ -405,13 +518,14 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         q.slot2->expiry = expiry;
       } else if (q.slot3 != nullptr) {
         q.slot3->expiry = expiry;
-      } else {
+      } else if (q.slotl != nullptr) {
         q.slotl->expiry = expiry;
+      } else if constexpr (kLeases) {
+        q.slote->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
       }
     }
   }
-  for (size_t i = lock_count; i-- > 0;) shards_[locked[i]].mu.unlock();
-  internal::MakeDecision(n, *out);
+  UnlockShards(locked, lock_count);
   if (ABSL_PREDICT_FALSE(unstored != 0)) out->decided_by = DecidedBy::kOverflow;
   return out;
 }
@@ -420,22 +534,28 @@ size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
                             absl::Span<const Limit> limits) {
   size_t removed = 0;
   for (const Limit& limit : limits) {
-    if (!internal::CheckValid(absl::MakeConstSpan(&limit, 1), 0)) continue;
-    const StateKey k = KeyFor(scope, key, limit);
+    if (!internal::ValidatePeek(absl::MakeConstSpan(&limit, 1), 0).ok()) continue;
+    const TableKind kind = internal::TableFor(limit.algorithm);
+    const StateKey k =
+        kind == TableKind::kLeases ? LeaseKeyFor(ScopeId(scope), key) : KeyFor(scope, key, limit);
     Shard& sh = shards_[k.shard];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
-    if (sh.Erase(internal::TableFor(limit.algorithm), k.key)) ++removed;
+    // A reset lifts a penalty block too, whether or not this limit was written with BLOCK.
+    const bool state = sh.Erase(kind, k.key);
+    const bool block = kind != TableKind::kLeases && sh.blocks.erase(k.key) > 0;
+    if (state || block) ++removed;
   }
   return removed;
 }
 
 size_t Limiter::Impl::Sweep(size_t budget) {
-  const uint32_t expired_at = expiry_.ExpiredAt(clock_->NowMs());
+  const int64_t now = clock_->NowMs();
+  const uint32_t expired_at = expiry_.ExpiredAt(now);
   size_t removed = 0;
   for (size_t i = 0; i <= shard_mask_ && removed < budget; ++i) {
     Shard& sh = shards_[sweep_cursor_.fetch_add(1, std::memory_order_relaxed) & shard_mask_];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
-    removed += sh.SweepExpired(expired_at, budget - removed);
+    removed += sh.SweepExpired(expired_at, now, budget - removed);
   }
   return removed;
 }
@@ -450,6 +570,8 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.evictions += sh.evictions;
     stats.expired += sh.expired;
     stats.overflows += sh.overflows;
+    stats.blocks += sh.blocks.size();
+    stats.lease_sets += sh.leases.size();
   }
   stats.memory_bytes += sizeof(Shard) * (shard_mask_ + 1);
   return stats;
@@ -471,17 +593,17 @@ Limiter::~Limiter() = default;
 
 absl::StatusOr<Decision> Limiter::Check(std::string_view scope, std::string_view key,
                                         absl::Span<const Limit> limits, int64_t cost) {
-  return impl_->Run(scope, key, limits, cost, /*commit=*/true);
+  return impl_->Run<Impl::Op::kCheck>(scope, key, limits, cost);
 }
 
 absl::StatusOr<Decision> Limiter::Check(const Policy& policy, std::string_view key, int64_t cost) {
-  absl::StatusOr<Decision> d = impl_->Run(policy.name, key, policy.limits, cost, /*commit=*/true);
+  absl::StatusOr<Decision> d = impl_->Run<Impl::Op::kCheck>(policy.name, key, policy.limits, cost);
   if (d.ok() && policy.shadow) ApplyShadow(*d);
   return d;
 }
 
 absl::StatusOr<Decision> Limiter::Peek(const Policy& policy, std::string_view key, int64_t cost) {
-  absl::StatusOr<Decision> d = impl_->Run(policy.name, key, policy.limits, cost, /*commit=*/false);
+  absl::StatusOr<Decision> d = impl_->Run<Impl::Op::kPeek>(policy.name, key, policy.limits, cost);
   if (d.ok() && policy.shadow) ApplyShadow(*d);
   return d;
 }
@@ -492,12 +614,60 @@ size_t Limiter::Reset(const Policy& policy, std::string_view key) {
 
 absl::StatusOr<Decision> Limiter::Peek(std::string_view scope, std::string_view key,
                                        absl::Span<const Limit> limits, int64_t cost) {
-  return impl_->Run(scope, key, limits, cost, /*commit=*/false);
+  return impl_->Run<Impl::Op::kPeek>(scope, key, limits, cost);
 }
 
 size_t Limiter::Reset(std::string_view scope, std::string_view key,
                       absl::Span<const Limit> limits) {
   return impl_->Reset(scope, key, limits);
+}
+
+absl::StatusOr<Lease> Limiter::Acquire(std::string_view scope, std::string_view key,
+                                       absl::Span<const Limit> limits, int64_t cost) {
+  // The nonce is drawn before the shard locks are taken (it may cost a system call).
+  const uint64_t nonce = internal::NewLeaseNonce();
+  bool leased = false;
+  absl::StatusOr<Decision> d =
+      impl_->Run<Impl::Op::kAcquire>(scope, key, limits, cost, nonce, &leased);
+  if (!d.ok()) return d.status();
+  if (!leased) return Lease(nullptr, std::string(key), "", *d);
+  return Lease(this, std::string(key), internal::FormatLeaseId(ScopeId(scope), key, nonce), *d);
+}
+
+absl::StatusOr<Lease> Limiter::Acquire(const Policy& policy, std::string_view key, int64_t cost) {
+  absl::StatusOr<Lease> lease = Acquire(policy.name, key, policy.limits, cost);
+  if (lease.ok() && policy.shadow) ApplyShadow(lease->decision_);
+  return lease;
+}
+
+absl::StatusOr<bool> Limiter::Release(std::string_view key, std::string_view lease_id) {
+  return impl_->Release(key, lease_id);
+}
+
+absl::StatusOr<Decision> Limiter::Refund(std::string_view scope, std::string_view key,
+                                         absl::Span<const Limit> limits, int64_t amount) {
+  return impl_->Adjust(scope, key, limits, amount, internal::AdjustOp::kRefund);
+}
+
+absl::StatusOr<Decision> Limiter::Refund(const Policy& policy, std::string_view key,
+                                         int64_t amount) {
+  absl::StatusOr<Decision> d =
+      impl_->Adjust(policy.name, key, policy.limits, amount, internal::AdjustOp::kRefund);
+  if (d.ok() && policy.shadow) ApplyShadow(*d);
+  return d;
+}
+
+absl::StatusOr<Decision> Limiter::Charge(std::string_view scope, std::string_view key,
+                                         absl::Span<const Limit> limits, int64_t amount) {
+  return impl_->Adjust(scope, key, limits, amount, internal::AdjustOp::kCharge);
+}
+
+absl::StatusOr<Decision> Limiter::Charge(const Policy& policy, std::string_view key,
+                                         int64_t amount) {
+  absl::StatusOr<Decision> d =
+      impl_->Adjust(policy.name, key, policy.limits, amount, internal::AdjustOp::kCharge);
+  if (d.ok() && policy.shadow) ApplyShadow(*d);
+  return d;
 }
 
 absl::Status Limiter::ExportState(std::string* out) const { return impl_->ExportState(out); }
@@ -508,13 +678,3 @@ size_t Limiter::KeyCount() const { return impl_->KeyCount(); }
 Clock& Limiter::clock() const { return impl_->clock(); }
 
 }  // namespace rl
-
-namespace rl::internal {
-
-absl::Status ValidateCheck(absl::Span<const Limit> limits, int64_t cost) {
-  if (absl::Status s = ValidateLimits(limits); !s.ok()) return s;
-  if (cost < 0) return absl::InvalidArgumentError("cost must not be negative");
-  return absl::OkStatus();
-}
-
-}  // namespace rl::internal

@@ -1,6 +1,7 @@
 // Limiter::Impl, shared by limiter.cc (checks, sweeping, stats) and snapshot.cc (export/import).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/base/attributes.h"
 #include "absl/synchronization/notification.h"
 #include "rl/limiter.h"
 #include "store.h"
@@ -19,16 +21,28 @@ class Limiter::Impl {
   explicit Impl(LimiterOptions options);
   ~Impl();
 
+  // What a Run does: a check (consumes when all allow), a peek (changes nothing), or an acquire
+  // (a check that also takes a lease of its CONCURRENCY limit).
+  enum class Op : uint8_t { kCheck, kPeek, kAcquire };
+  // One atomic step over the limits of (scope, key). An acquire adds lease `nonce` and sets
+  // `*leased` when it stored it. Templated so a check compiles without the rest.
+  template <Op kOp>
   absl::StatusOr<Decision> Run(std::string_view scope, std::string_view key,
-                               absl::Span<const Limit> limits, int64_t cost, bool commit);
+                               absl::Span<const Limit> limits, int64_t cost, uint64_t nonce = 0,
+                               bool* leased = nullptr);
+  // A refund or charge (limiter_ops.cc).
+  absl::StatusOr<Decision> Adjust(std::string_view scope, std::string_view key,
+                                  absl::Span<const Limit> limits, int64_t amount,
+                                  internal::AdjustOp op);
+  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id);
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
   size_t Sweep(size_t budget);
   LimiterStats Stats() const;
   size_t KeyCount() const;
   Clock& clock() const { return *clock_; }
 
-  absl::Status ExportState(std::string* out) const;
-  absl::Status ImportState(std::string_view data);
+  absl::Status ExportState(std::string* out, uint64_t* states = nullptr) const;
+  absl::Status ImportState(std::string_view data, uint64_t* states = nullptr);
 
   // The state key of one limit and the shard that holds it.
   struct StateKey {
@@ -36,6 +50,9 @@ class Limiter::Impl {
     uint32_t shard;
   };
   StateKey KeyFor(std::string_view scope, std::string_view key, const Limit& limit) const;
+  // The state key of the leases of (scope, key): from the scope's stable id (rl::ScopeId), since a
+  // lease id carries that and not the scope's name.
+  StateKey LeaseKeyFor(uint64_t scope_id, std::string_view key) const;
 
  private:
   friend class Limiter;
@@ -58,6 +75,30 @@ class Limiter::Impl {
   internal::ExpiryCodec expiry_;
   uint64_t seed_;  // replaced by ImportState (before any state exists)
   size_t shard_mask_;
+  // Locks the distinct shards of `shards[0..n)` in ascending order (sorting them in place);
+  // returns how many distinct shards it locked (the first that many entries). A fixed lock order
+  // keeps concurrent multi-limit checks deadlock-free. Inline: out of line, the pair cost a
+  // one-limit check ~60 instructions.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE size_t LockShards(uint32_t* shards,
+                                                 size_t n) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    size_t count = 1;
+    if (n > 1) {
+      std::sort(shards, shards + n);
+      count = std::unique(shards, shards + n) - shards;
+    }
+    for (size_t i = 0; i < count; ++i) shards_[shards[i]].mu.lock();
+    return count;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void UnlockShards(const uint32_t* shards, size_t count) const
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (size_t i = count; i-- > 0;) shards_[shards[i]].mu.unlock();
+  }
+
+  // Penalty blocks of a Run (limiter.cc); `pending` is its array of per-limit work.
+  ABSL_ATTRIBUTE_NOINLINE void ApplyBlocks(const void* pending, absl::Span<const Limit> limits,
+                                           LimitResult* results, int64_t now, int64_t cost,
+                                           bool commit) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+
   size_t max_keys_per_shard_;
   size_t max_bytes_per_shard_;  // 0 = none
   FailureMode overflow_;

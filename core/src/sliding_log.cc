@@ -135,6 +135,8 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
     // decides the wait.
     r.allowed = false;
     const int64_t need = total + cost - l;
+    // Counts held in `total` beyond the runs (see LogAppend) leave with the newest run.
+    r.retry_after_ms = std::max<int64_t>(1, newest_end - now_ms);
     int64_t freed = 0;
     for (uint32_t k = 0; k < log->used; k += log->Words(k)) {
       freed += log->CountAt(k);
@@ -183,9 +185,12 @@ LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost)
         log->At(k + 1) = static_cast<uint64_t>(count);
       } else if (static_cast<uint64_t>(count) < kSpill) {
         log->At(k) = offset | static_cast<uint64_t>(count);
+      } else {
+        // The run cannot widen in place: it still moves to now, and the cost stays in `total`
+        // only, which holds until the log empties when this run leaves (conservative:
+        // under-admits, never over-admits).
+        log->At(k) = offset | (log->At(k) & kCountMask);
       }
-      // Otherwise the run cannot widen in place: the cost stays in `total` only, which holds
-      // until the log empties (conservative: under-admits, never over-admits).
       return log;
     }
     uint64_t cap = std::max<uint64_t>(4, uint64_t{log->cap} + uint64_t{log->cap} / 2);
@@ -199,6 +204,44 @@ LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost)
   } else {
     Push(log, offset | kSpill);
     Push(log, ucost);
+  }
+  return log;
+}
+
+LogBuf* LogAdjust(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t amount, AdjustOp op) {
+  if (op == AdjustOp::kCharge) {
+    const int64_t room = kMaxLogTotal - std::min(LogTotal(log), kMaxLogTotal);
+    const int64_t take = std::min(amount, room);
+    return take > 0 ? LogAppend(log, limit, now_ms, take) : log;
+  }
+  if (log == nullptr || log->empty() || amount <= 0) return log;
+  // Where each run starts, oldest first (a run is one word or two), so the newest can be
+  // dropped one by one.
+  std::vector<uint32_t> starts;
+  for (uint32_t k = 0; k < log->used; k += log->Words(k)) starts.push_back(k);
+  while (amount > 0 && !starts.empty()) {
+    const uint32_t k = starts.back();
+    const int64_t count = log->CountAt(k);
+    if (count > amount) {
+      // Part of the newest run: its count shrinks in place (a spilled count stays spilled).
+      if (log->Spills(k)) {
+        log->At(k + 1) = static_cast<uint64_t>(count - amount);
+      } else {
+        log->At(k) -= static_cast<uint64_t>(amount);
+      }
+      log->total -= amount;
+      break;
+    }
+    log->total -= count;
+    amount -= count;
+    log->used = k;
+    starts.pop_back();
+    if (!starts.empty()) log->last_words = log->used - starts.back();
+  }
+  if (log->empty()) {
+    log->head = log->used = 0;
+    log->total = 0;
+    log->last_words = 1;
   }
   return log;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
 
@@ -27,6 +28,13 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
                         int64_t* expiry_ms);
 // Records `cost` (> 0) at `now_ms`; returns the (possibly reallocated or new) buffer.
 LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost);
+// The most requests a log holds (charges beyond it saturate); what Decode and snapshots accept.
+inline constexpr int64_t kMaxLogTotal = kMaxLimit * 16;
+// RL.REFUND / RL.CHARGE on a log pruned at `now_ms`: a refund drops up to `amount` from the
+// newest runs (the requests most recently counted); a charge records `amount` at `now_ms` even
+// past the limit, up to kMaxLogTotal. Returns the (possibly new or reallocated) buffer; a refund
+// of a null log returns null.
+LogBuf* LogAdjust(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t amount, AdjustOp op);
 // When the log becomes empty (its newest run leaves the window); `now_ms` when already empty.
 int64_t LogExpiry(const LogBuf* log, int64_t window_ms, int64_t now_ms);
 // Requests currently held (sum of counts).

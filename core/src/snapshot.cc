@@ -6,8 +6,10 @@
 // class): header {magic "RLSNAP\0\0", u32 version, u32 shard count, u64 seed, i64 wall ms at
 // export}, then records {u8 kind | usage level << 4, u64 key, u32 shard, i64 expiry (wall ms),
 // payload}, then u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b};
-// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)}.
-// In every two-word state `a` is a time (last update, TAT or window start) and `b` is not.
+// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)};
+// block: none (the expiry is the block's end, exact); leases {u32 count, count * (u64 nonce,
+// i64 expiry)}. In every two-word state `a` is a time (last update, TAT or window start) and `b`
+// is not.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -41,9 +43,15 @@ constexpr char kMagic[8] = {'R', 'L', 'S', 'N', 'A', 'P', 0, 0};
 // any more, so such a snapshot is refused as unsupported. Version 3 adds each state's usage level
 // (what evicting it gives away, see store.h) in the kind byte; version 2 states, whose level is
 // unknown, load as kLevelHeavy: protected from eviction until their next check rewrites it.
-constexpr uint32_t kVersion = 3;
+// Version 4 adds penalty blocks (kind 3) and concurrency lease sets (kind 4), and lets a log run
+// or total reach kMaxLogTotal (charges may overdraw a log). Older versions load unchanged.
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 2;
 constexpr int kLevelShift = 4;
+constexpr uint8_t kKindBlock = 3;
+constexpr uint8_t kKindLeases = 4;
+// A lease set's bound in a snapshot (the limiter's own is kMaxConcurrency per set).
+constexpr uint32_t kMaxSnapshotLeases = 1 << 20;
 
 class Writer {
  public:
@@ -81,7 +89,15 @@ int64_t Shift(int64_t t, int64_t delta) { return Clamp64(int128{t} + delta); }
 
 }  // namespace
 
-absl::Status Limiter::Impl::ExportState(std::string* out) const {
+absl::Status Limiter::ExportState(std::string* out, uint64_t* states) const {
+  return impl_->ExportState(out, states);
+}
+
+absl::Status Limiter::ImportState(std::string_view data, uint64_t* states) {
+  return impl_->ImportState(data, states);
+}
+
+absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) const {
   out->clear();
   Writer w(out);
   const int64_t mono_now = clock_->NowMs();
@@ -93,10 +109,13 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
   w.Put<uint64_t>(seed_);
   w.Put<int64_t>(wall_now);
   std::vector<std::pair<int64_t, int64_t>> runs;
+  std::vector<std::pair<uint64_t, int64_t>> leases;
+  uint64_t written = 0;  // records as they are written: checks meanwhile cannot skew it
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
     std::lock_guard<internal::ShardMutex> lock(sh.mu);
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
+      ++written;
       w.Put<uint8_t>(
           static_cast<uint8_t>(kind | internal::ExpiryCodec::Level(expiry) << kLevelShift));
       w.Put<uint64_t>(key);
@@ -124,15 +143,35 @@ absl::Status Limiter::Impl::ExportState(std::string* out) const {
         w.Put<int64_t>(count);
       }
     }
+    for (const internal::SlotBlock& s : sh.blocks) {
+      if (s.until <= mono_now) continue;  // ended
+      ++written;
+      w.Put<uint8_t>(kKindBlock);
+      w.Put<uint64_t>(s.key);
+      w.Put<uint32_t>(static_cast<uint32_t>(i));
+      w.Put<int64_t>(Shift(s.until, to_wall));
+    }
+    for (const internal::SlotLease& s : sh.leases) {
+      leases.clear();
+      internal::LeaseEntries(s.leases, &leases);
+      head(kKindLeases, s.key, s.expiry);
+      w.Put<uint32_t>(static_cast<uint32_t>(leases.size()));
+      for (const auto& [nonce, expiry] : leases) {
+        w.Put<uint64_t>(nonce);
+        w.Put<int64_t>(Shift(expiry, to_wall));
+      }
+    }
   }
   w.Put<uint64_t>(XXH64(out->data(), out->size(), 0));
+  if (states != nullptr) *states = written;
   return absl::OkStatus();
 }
 
 namespace {
 
 // One decoded record, times already in the monotonic frame. A log's runs stay in the snapshot:
-// `runs_at` is where they start (n = `runs`, their counts summing to `total`).
+// `runs_at` is where they start (n = `runs`); `live` of them (summing to `total`) are recent
+// enough to be inside some window.
 struct Record {
   uint8_t kind;
   uint8_t level;
@@ -141,12 +180,18 @@ struct Record {
   int64_t expiry;
   int64_t v[3];
   uint32_t runs;
+  uint32_t live;
   size_t runs_at;
   int64_t total;
 };
 
+// Requests older than the longest window are outside every window: a check would prune them at
+// once, so the import leaves them out (which also keeps a log's time offsets within range).
+bool LiveRun(int64_t t, int64_t mono_now) { return t > mono_now - kMaxWindowMs; }
+
 // Reads and validates one record, log runs included.
 absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to_mono,
+                        int64_t mono_now,
                         Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
@@ -159,7 +204,10 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
     rec->level = rec->kind >> kLevelShift;
     rec->kind &= (1 << kLevelShift) - 1;
   }
-  if (rec->kind > 2 || rec->shard >= shards) return absl::DataLossError("bad snapshot record");
+  const uint8_t max_kind = version >= 4 ? kKindLeases : 2;
+  if (rec->kind > max_kind || rec->shard >= shards) {
+    return absl::DataLossError("bad snapshot record");
+  }
   rec->expiry = Shift(rec->expiry, to_mono);
   if (rec->kind == 2) {
     if (!r.Get(&rec->runs) || rec->runs > r.left() / 16) {
@@ -167,36 +215,57 @@ absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to
     }
     rec->runs_at = r.pos();
     rec->total = 0;
+    rec->live = 0;
     int64_t prev_time = INT64_MIN;
     for (uint32_t i = 0; i < rec->runs; ++i) {
       int64_t t = 0, count = 0;
       r.Get(&t);
       r.Get(&count);
       t = Shift(t, to_mono);
-      if (count < 1 || count > kMaxLimit || t <= prev_time) {
+      // Times never decrease; two runs may share a millisecond (a count past one run's field
+      // starts another), as the limiter's own export writes them.
+      if (count < 1 || count > internal::kMaxLogTotal || t < prev_time) {
         return absl::DataLossError("bad snapshot log run");
       }
       prev_time = t;
-      rec->total += count;  // at most 2^32 runs of 2^40: no overflow
+      if (!LiveRun(t, mono_now)) continue;
+      if (rec->total > internal::kMaxLogTotal - count) {
+        return absl::DataLossError("bad snapshot log run");
+      }
+      ++rec->live;
+      rec->total += count;
     }
-  } else {
+  } else if (rec->kind == kKindLeases) {
+    if (!r.Get(&rec->runs) || rec->runs > r.left() / 16 || rec->runs > kMaxSnapshotLeases) {
+      return absl::DataLossError("bad snapshot leases");
+    }
+    rec->runs_at = r.pos();
+    r.Skip(size_t{rec->runs} * 16);
+  } else if (rec->kind != kKindBlock) {
     const int words = rec->kind == 0 ? 2 : 3;
     for (int i = 0; i < words; ++i) {
       if (!r.Get(&rec->v[i])) return absl::DataLossError("snapshot record truncated");
     }
-    rec->v[0] = Shift(rec->v[0], to_mono);
+    // Every algorithm keeps counts, ticks or token units after the time word, never negative
+    // (the token bucket's top bits hold a shift the algorithm would shift by).
+    if (rec->v[1] < 0 || (words == 3 && rec->v[2] < 0)) {
+      return absl::DataLossError("bad snapshot record value");
+    }
+    rec->v[0] = Shift(rec->v[0], to_mono);  // the store keeps it within 2^47 ms of its base
   }
   return absl::OkStatus();
 }
 
 // What the store keeps of a record: not state that is fresh by now, nor an empty log.
 bool Kept(const Record& rec, int64_t mono_now) {
-  return rec.expiry > mono_now && (rec.kind != 2 || rec.runs > 0);
+  if (rec.expiry <= mono_now) return false;
+  if (rec.kind == 2) return rec.live > 0;
+  return rec.kind != kKindLeases || rec.runs > 0;
 }
 
 }  // namespace
 
-absl::Status Limiter::Impl::ImportState(std::string_view data) {
+absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states) {
   if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::InvalidArgumentError("not an rl snapshot");
   }
@@ -233,11 +302,16 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   // nothing, and count the kept states per shard and table so each table is sized once (growing
   // them record by record rehashed every table several times).
   const size_t our_shards = shard_mask_ + 1;
-  std::vector<uint32_t> counts(our_shards * 3, 0);
+  constexpr size_t kKinds = 5;
+  std::vector<uint32_t> counts(our_shards * kKinds, 0);
   Record rec;
+  uint64_t records = 0;
   while (r.left() > 0) {
-    if (absl::Status s = ReadRecord(r, version, shards, to_mono, &rec); !s.ok()) return s;
-    if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * 3 + rec.kind];
+    if (absl::Status s = ReadRecord(r, version, shards, to_mono, mono_now, &rec); !s.ok()) {
+      return s;
+    }
+    ++records;
+    if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * kKinds + rec.kind];
   }
 
   // Second pass: insert, holding every shard's lock (taken in ascending order, as checks take
@@ -256,14 +330,17 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
   seed_ = seed;
   for (size_t i = 0; i < our_shards; ++i) {
     Shard& sh = shards_[i];
-    sh.two.reserve(counts[i * 3]);
-    sh.three.reserve(counts[i * 3 + 1]);
-    sh.logs.reserve(counts[i * 3 + 2]);
+    sh.two.reserve(counts[i * kKinds]);
+    sh.three.reserve(counts[i * kKinds + 1]);
+    sh.logs.reserve(counts[i * kKinds + 2]);
+    sh.blocks.reserve(counts[i * kKinds + kKindBlock]);
+    sh.leases.reserve(counts[i * kKinds + kKindLeases]);
   }
   Reader again(payload);
   again.Skip(records_at);
   while (again.left() > 0) {
-    (void)ReadRecord(again, version, shards, to_mono, &rec);  // validated by the first pass
+    // Validated by the first pass.
+    (void)ReadRecord(again, version, shards, to_mono, mono_now, &rec);
     if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[rec.shard & shard_mask_];
     const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
@@ -275,6 +352,29 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
       Slot3 slot{rec.key, expiry, 0, 0, rec.v[1], rec.v[2]};
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));
       sh.three.insert(slot);
+    } else if (rec.kind == kKindBlock) {
+      sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
+    } else if (rec.kind == kKindLeases) {
+      Reader entries(payload);
+      entries.Skip(rec.runs_at);
+      std::vector<std::pair<uint64_t, int64_t>> leases;
+      for (uint32_t i = 0; i < rec.runs; ++i) {
+        uint64_t nonce = 0;
+        int64_t t = 0;
+        entries.Get(&nonce);
+        entries.Get(&t);
+        t = Shift(t, to_mono);
+        if (t > mono_now) leases.emplace_back(nonce, t);  // ended leases stay ended
+      }
+      internal::LeaseBuf* buf = internal::LeaseFromEntries(leases);
+      if (buf == nullptr) continue;
+      const uint32_t lease_expiry =
+          expiry_.Encode(internal::LeaseExpiry(buf, mono_now), internal::kLevelProtected);
+      if (sh.leases.insert(internal::SlotLease{rec.key, lease_expiry, buf}).second) {
+        sh.lease_bytes += internal::LeaseBytes(buf);
+      } else {
+        internal::LeaseFree(buf);
+      }
     } else {
       // The limit only sizes the buffer here; the real one applies from the next check.
       const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};
@@ -285,7 +385,11 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
         int64_t t = 0, count = 0;
         runs.Get(&t);
         runs.Get(&count);
-        log = internal::LogAppend(log, sizing, Shift(t, to_mono), count);
+        if (!LiveRun(Shift(t, to_mono), mono_now)) continue;
+        // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
+        // counts as made now: the log appends at non-decreasing times only, and a request kept
+        // in the window from now on can only under-admit.
+        log = internal::LogAppend(log, sizing, std::min(Shift(t, to_mono), mono_now), count);
       }
       sh.log_bytes += internal::LogBytes(log);
       if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
@@ -295,6 +399,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data) {
     }
   }
   unlock_all();
+  if (states != nullptr) *states = records;
   return absl::OkStatus();
 }
 

@@ -1,9 +1,11 @@
-// The per-check pieces that every holder of limit state runs: validation of a check, the
-// two-word algorithm dispatch, the choice of the binding limit, and shadow mode. The sharded
+// The per-check pieces that every holder of limit state runs: validation of a check (and of a
+// refund, charge or acquire), the two-word algorithm dispatch, penalty blocks, the choice of the
+// binding limit, and shadow mode. The sharded
 // store (limiter.cc) and a caller-held key state (key_state.cc, the Redis module's value) both
 // call these, so a check means the same wherever its state lives.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,10 +32,12 @@ inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
   bool ok = true;
   for (size_t i = 0; i < n; ++i) {
     const Limit& l = limits[i];
-    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison.
+    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. CONCURRENCY is
+    // above kLeakyBucket: a check takes no lease.
     ok &= (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
           (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
           (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
+          (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
           (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket)) &
           ((l.burst == 0) | HasBurst(l.algorithm));
     for (size_t j = 0; j < i; ++j) {
@@ -43,9 +47,24 @@ inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
   return ok;
 }
 
-// The one validator of a check (the limits through rl::ValidateLimits, then the cost). Out of
-// line: only a check that fails CheckValid builds a Status.
+// The one validator of a check (the limits through rl::ValidateLimits, no CONCURRENCY: a check
+// takes no lease, then the cost). Out of line: only a check that fails CheckValid builds a
+// Status.
 absl::Status ValidateCheck(absl::Span<const Limit> limits, int64_t cost);
+// A peek: as a check, but a CONCURRENCY limit may be among the limits (it shows the leases).
+absl::Status ValidatePeek(absl::Span<const Limit> limits, int64_t cost);
+// An acquire: exactly one CONCURRENCY limit, any rate limits beside it, cost >= 0 (for them).
+absl::Status ValidateAcquire(absl::Span<const Limit> limits, int64_t cost);
+// A refund or charge: rate limits only, 0 <= amount <= kMaxLimit, and no refund of a leaky
+// bucket (see TatAdjust).
+absl::Status ValidateAdjust(absl::Span<const Limit> limits, int64_t amount, AdjustOp op);
+// Index of the CONCURRENCY limit, or limits.size() when there is none.
+inline size_t ConcurrencyIndex(absl::Span<const Limit> limits) {
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (limits[i].algorithm == Algorithm::kConcurrency) return i;
+  }
+  return limits.size();
+}
 
 inline Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t now,
                                 int64_t cost) {
@@ -59,6 +78,40 @@ inline Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t
     default:
       return FixedWindow(state, limit, now, cost);
   }
+}
+
+inline Step<State2> TwoWordAdjust(const State2* state, const Limit& limit, int64_t now,
+                                  int64_t amount, AdjustOp op) {
+  switch (limit.algorithm) {
+    case Algorithm::kTokenBucket:
+      return TokenBucketAdjust(state, limit, now, amount, op);
+    case Algorithm::kGcra:
+    case Algorithm::kLeakyBucket:
+      return TatAdjust(state, limit, now, amount, op);
+    default:
+      return FixedWindowAdjust(state, limit, now, amount, op);
+  }
+}
+
+// Penalty blocks (BLOCK duration). A limit with BLOCK that denies a call of positive cost on its
+// own (not a cost it can never hold) starts a block of block_ms, unless one is running; while
+// it runs, every call of that limit is denied with nothing remaining and a wait of what is left
+// of the block (or longer, when the limit itself would still deny then). A running block is not
+// extended by the denials it causes. Blocks are kept beside the limit's state, seen only by
+// limits written with BLOCK (so removing BLOCK from a policy lifts them) and removed by a reset.
+inline bool StartsBlock(const Limit& limit, const LimitResult& r) {
+  return limit.block_ms > 0 && !r.allowed && r.retry_after_ms != kRetryNever;
+}
+inline int64_t BlockUntil(const Limit& limit, int64_t now) {
+  return Clamp64(int128{now} + limit.block_ms);
+}
+inline void ApplyBlock(LimitResult& r, int64_t until, int64_t now) {
+  if (r.retry_after_ms == kRetryNever) return;  // never passes: that says more than the block
+  const int64_t left = until - now;
+  r.allowed = false;
+  r.remaining = 0;
+  r.retry_after_ms = std::max(r.retry_after_ms, left);
+  r.reset_after_ms = std::max(r.reset_after_ms, left);
 }
 
 // Fills the decision's summary from d.limits[0..n): when denied, the binding limit is the

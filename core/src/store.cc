@@ -47,11 +47,30 @@ int64_t ExpiryCodec::Decode(uint32_t expiry) const {
 
 size_t Shard::MemoryBytes() const {
   return two.capacity() * (sizeof(Slot2) + 1) + three.capacity() * (sizeof(Slot3) + 1) +
-         logs.capacity() * (sizeof(SlotLog) + 1) + log_bytes;
+         logs.capacity() * (sizeof(SlotLog) + 1) + blocks.capacity() * (sizeof(SlotBlock) + 1) +
+         leases.capacity() * (sizeof(SlotLease) + 1) + log_bytes + lease_bytes;
 }
 
-size_t Shard::SweepExpired(uint32_t expired_at, size_t budget) {
+size_t Shard::SweepExpired(uint32_t expired_at, int64_t now_ms, size_t budget) {
   size_t removed = 0;
+  for (auto it = blocks.begin(); it != blocks.end() && removed < budget;) {
+    if (it->until <= now_ms) {
+      blocks.erase(it++);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = leases.begin(); it != leases.end() && removed < budget;) {
+    if (it->expiry <= expired_at) {
+      lease_bytes -= LeaseBytes(it->leases);
+      LeaseFree(it->leases);
+      leases.erase(it++);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
   for (auto it = two.begin(); it != two.end() && removed < budget;) {
     if (it->expiry <= expired_at) {
       two.erase(it++);
@@ -160,12 +179,34 @@ bool Shard::Erase(TableKind kind, uint64_t key) {
       logs.erase(it);
       return true;
     }
+    case TableKind::kLeases: {
+      auto it = leases.find(key);
+      if (it == leases.end()) return false;
+      lease_bytes -= LeaseBytes(it->leases);
+      LeaseFree(it->leases);
+      leases.erase(it);
+      return true;
+    }
   }
   return false;
 }
 
+int64_t Shard::BlockedUntil(uint64_t key, int64_t now_ms) {
+  if (blocks.empty()) return now_ms;
+  auto it = blocks.find(key);
+  if (it == blocks.end()) return now_ms;
+  if (it->until > now_ms) return it->until;
+  blocks.erase(it);
+  ++expired;
+  return now_ms;
+}
+
 void Shard::Clear() {
   for (const SlotLog& s : logs) LogFree(s.log);
+  for (const SlotLease& s : leases) LeaseFree(s.leases);
+  leases.clear();
+  blocks.clear();
+  lease_bytes = 0;
   logs.clear();
   two.clear();
   three.clear();

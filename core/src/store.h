@@ -5,18 +5,20 @@
 // States are keyed by a seeded 64-bit hash of (scope, key, algorithm, window) (see KeyHasher in
 // limiter.cc) whose top bits also pick the shard; the user's key is never stored. A slot is 28
 // bytes (key, coarse expiry with the usage level, two state words), which keeps a token-bucket
-// state within 64 bytes per key at every table load factor above 0.45.
+// state within 64 bytes per key at every table load factor above 0.45. Penalty blocks and lease
+// sets live in tables of their own, so only the keys that use them pay for them.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 
 #include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "algorithms.h"
+#include "leases.h"
 #include "sliding_log.h"
 
 namespace rl::internal {
@@ -70,9 +72,23 @@ struct SlotLog {
   mutable LogBuf* log;
 };
 #pragma pack(pop)
+// A running penalty block of the state with the same key: until when (exact, monotonic ms).
+struct SlotBlock {
+  uint64_t key;
+  mutable int64_t until;
+};
+// The live leases of one CONCURRENCY limit; the key is its own (see LeaseKey in limiter.cc).
+#pragma pack(push, 4)
+struct SlotLease {
+  uint64_t key;
+  mutable uint32_t expiry;  // coarse, when every lease has ended (always protected level)
+  mutable LeaseBuf* leases;
+};
+#pragma pack(pop)
 static_assert(sizeof(Slot2) == 26);
 static_assert(sizeof(Slot3) == 34);
 static_assert(sizeof(SlotLog) == 20);
+static_assert(sizeof(SlotLease) == 20);
 
 // The key is already a uniformly random 64-bit hash, so it hashes to itself.
 struct SlotHash {
@@ -81,6 +97,8 @@ struct SlotHash {
   size_t operator()(const Slot2& s) const { return s.key; }
   size_t operator()(const Slot3& s) const { return s.key; }
   size_t operator()(const SlotLog& s) const { return s.key; }
+  size_t operator()(const SlotBlock& s) const { return s.key; }
+  size_t operator()(const SlotLease& s) const { return s.key; }
 };
 struct SlotEq {
   using is_transparent = void;
@@ -92,21 +110,27 @@ struct SlotEq {
   static uint64_t KeyOf(const Slot2& s) { return s.key; }
   static uint64_t KeyOf(const Slot3& s) { return s.key; }
   static uint64_t KeyOf(const SlotLog& s) { return s.key; }
+  static uint64_t KeyOf(const SlotBlock& s) { return s.key; }
+  static uint64_t KeyOf(const SlotLease& s) { return s.key; }
 };
 
 using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq>;
 using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq>;
 using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq>;
+using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq>;
+using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq>;
 
 // Which table of a shard holds an algorithm's states. Inline (as are Encode and ToRel below):
 // every check calls them, and out of line they cost a call each.
-enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog };
+enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog, kLeases };
 inline TableKind TableFor(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::kSlidingWindow:
       return TableKind::kThreeWord;
     case Algorithm::kSlidingLog:
       return TableKind::kLog;
+    case Algorithm::kConcurrency:
+      return TableKind::kLeases;
     default:
       return TableKind::kTwoWord;
   }
@@ -205,7 +229,12 @@ struct alignas(64) Shard {
   Table2 two ABSL_GUARDED_BY(mu);     // token bucket, GCRA, fixed window, leaky bucket
   Table3 three ABSL_GUARDED_BY(mu);   // sliding window counter
   TableLog logs ABSL_GUARDED_BY(mu);  // sliding log
+  // Never evicted (a blocked key stays blocked, a lease stays held); they count towards the
+  // bounds, so a store full of them refuses new states instead.
+  TableBlock blocks ABSL_GUARDED_BY(mu);  // running penalty blocks
+  TableLease leases ABSL_GUARDED_BY(mu);  // concurrency leases
   size_t log_bytes ABSL_GUARDED_BY(mu) = 0;
+  size_t lease_bytes ABSL_GUARDED_BY(mu) = 0;
   uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
   uint64_t expired ABSL_GUARDED_BY(mu) = 0;
   uint64_t overflows ABSL_GUARDED_BY(mu) = 0;
@@ -217,12 +246,15 @@ struct alignas(64) Shard {
   uint32_t blocked_left ABSL_GUARDED_BY(mu) = 0;
 
   size_t Size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return two.size() + three.size() + logs.size();
+    return two.size() + three.size() + logs.size() + blocks.size() + leases.size();
   }
-  // Bytes held: table slots (with control bytes) at their current capacity plus log buffers.
+  // Bytes held: table slots (with control bytes) at their current capacity plus log and lease
+  // buffers.
   size_t MemoryBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
-  // Removes states whose coarse expiry is <= `expired_at`, at most `budget`; returns how many.
-  size_t SweepExpired(uint32_t expired_at, size_t budget) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Removes states whose coarse expiry is <= `expired_at` and blocks ended at `now_ms`, at most
+  // `budget`; returns how many.
+  size_t SweepExpired(uint32_t expired_at, int64_t now_ms, size_t budget)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Frees room for at least `needed` states where that is safe, never touching the keys in
   // `keep`: removes every state expired at `expired_at` (nothing is given away), then evicts states
   // below kLevelProtected, lowest level first and soonest expiry within a level, as many as still
@@ -233,7 +265,10 @@ struct alignas(64) Shard {
                     uint32_t* soonest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Removes one state; true if it existed.
   bool Erase(TableKind kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
-  // Frees every log buffer (destruction).
+  // When the running block of state `key` ends; `now_ms` when none runs (an ended block found on
+  // the way is removed).
+  int64_t BlockedUntil(uint64_t key, int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Frees every log and lease buffer (destruction).
   void Clear() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 

@@ -1,12 +1,15 @@
 // rl-http-example: a single-binary HTTP service that rate-limits its routes with rl, in-process
-// (--limiter local) or through a shared rl-server (--limiter remote --server host:port).
+// (--limiter local) or through a shared rl-server (--limiter remote --server host:port) or a
+// Redis Cluster whose nodes load rl.so (--limiter remote --cluster host:port[,host:port...]).
 //   GET /api/products  5 per minute per client      GET /health  unlimited
 //   POST /v1/exports   cost 10 of 30/h, fail-closed  anything else: the global default policy
 // A client is its X-Api-Key (hashed), else its IP. Denied: 429 {"error":"rate_limited"} with
 // Retry-After; every limited response carries X-RateLimit-* and RateLimit-Policy/RateLimit.
 // Limiter unreachable (remote): fail-open routes answer normally without rate-limit headers,
 // fail-closed routes 503 {"error":"rate_limiter_unavailable"} with a short Retry-After; the log
-// gets one line when the outage starts and one when it ends.
+// gets one line when the outage starts and one when it ends. With --fallback-instances N the
+// outage is decided by a local limiter at each policy's limits / N instead (real rate-limit
+// headers, 429 past this instance's share), and the log lines say so.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -16,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
@@ -109,7 +113,9 @@ int main(int argc, char** argv) {
   std::string bind = "127.0.0.1";
   std::string backend = "local";
   std::string server = "127.0.0.1:6380";
+  std::string cluster;
   int timeout_ms = 50;
+  int fallback_instances = 0;
   int threads = 4;
   po::options_description options("rl-http-example options");
   // clang-format off
@@ -119,8 +125,14 @@ int main(int argc, char** argv) {
       ("bind", po::value(&bind)->default_value(bind), "address to listen on")
       ("limiter", po::value(&backend)->default_value(backend), "local | remote")
       ("server", po::value(&server)->default_value(server), "rl-server host:port (remote)")
+      ("cluster", po::value(&cluster),
+       "Redis Cluster seed nodes host:port[,host:port...] with rl.so loaded (remote; instead "
+       "of --server)")
       ("timeout-ms", po::value(&timeout_ms)->default_value(timeout_ms),
        "per-check timeout for the remote limiter")
+      ("fallback-instances", po::value(&fallback_instances)->default_value(fallback_instances),
+       "remote: while the limiter is unreachable, decide locally at each policy's limits / N "
+       "(N = instances of this service sharing them); 0 = the failure modes decide")
       ("threads", po::value(&threads)->default_value(threads), "I/O threads");
   // clang-format on
   po::variables_map vars;
@@ -136,12 +148,13 @@ int main(int argc, char** argv) {
     std::cout << options;
     return 0;
   }
-  if (port < 0 || port > 65535 || threads < 1 || timeout_ms < 1) {
-    std::fprintf(stderr, "bad --port, --threads or --timeout-ms\n");
+  if (port < 0 || port > 65535 || threads < 1 || timeout_ms < 1 || fallback_instances < 0) {
+    std::fprintf(stderr, "bad --port, --threads, --timeout-ms or --fallback-instances\n");
     return 2;
   }
+  if (backend != "remote") fallback_instances = 0;  // nothing to fall back from
 
-  rl_http::OutageLog outage(nullptr, Log);
+  rl_http::OutageLog outage(nullptr, Log, fallback_instances);
   std::unique_ptr<rl::Limiter> engine;
   std::unique_ptr<rl::RateLimiter> limiter;
   if (backend == "local") {
@@ -149,11 +162,17 @@ int main(int argc, char** argv) {
     limiter = std::make_unique<rl::LocalRateLimiter>(engine.get());
   } else if (backend == "remote") {
     rl::RemoteLimiterOptions remote;
-    if (!ParseHostPort(server, &remote.host, &remote.port)) {
+    if (!cluster.empty()) {
+      // Checked by RemoteLimiter::Create, which names a bad one.
+      std::vector<std::string> nodes = absl::StrSplit(cluster, ',', absl::SkipWhitespace());
+      remote.cluster_nodes = std::move(nodes);
+    } else if (!ParseHostPort(server, &remote.host, &remote.port)) {
       std::fprintf(stderr, "bad --server %s (want host:port)\n", server.c_str());
       return 2;
     }
     remote.timeout = std::chrono::milliseconds(timeout_ms);
+    remote.fallback.instances = fallback_instances;
+    // Per node in cluster mode.
     remote.connections = static_cast<size_t>(threads);
     remote.on_failure = [&outage](const rl::Policy& policy, const absl::Status& why) {
       outage.Failure(policy, why);
@@ -189,8 +208,11 @@ int main(int argc, char** argv) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&io](const boost::system::error_code&, int) { io.stop(); });
   // Tests read this line to learn the port.
-  std::printf("rl-http-example listening on %s:%u limiter=%s\n", bind.c_str(), *bound,
-              backend.c_str());
+  const std::string fallback =
+      fallback_instances > 0 ? " fallback=1/" + std::to_string(fallback_instances) : "";
+  std::printf("rl-http-example listening on %s:%u limiter=%s%s%s\n", bind.c_str(), *bound,
+              backend.c_str(), backend == "remote" && !cluster.empty() ? " (cluster)" : "",
+              fallback.c_str());
   std::fflush(stdout);
 
   std::vector<std::thread> pool;

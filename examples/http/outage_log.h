@@ -1,6 +1,8 @@
 // One log line when the rate limiter becomes unreachable and one when it answers again, instead
-// of a line per request: during an outage every request is decided by its policy's failure mode,
-// and a line each would bury the log (and cost I/O) exactly when the service is under stress.
+// of a line per request: during an outage every request is decided without the limiter (by the
+// local fallback at this instance's share of the limits, when one is configured, else by the
+// policy's failure mode), and a line each would bury the log (and cost I/O) exactly when the
+// service is under stress. The closing line says how the episode's checks were decided.
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "rl/clock.h"
+#include "rl/decision.h"
 #include "rl/limit.h"
 
 namespace rl_http {
@@ -19,14 +22,21 @@ namespace rl_http {
 class OutageLog {
  public:
   // `clock` times the episode (not owned; null = rl::SteadyClock::Default()); `write` gets each
-  // line without a newline (main writes it to stderr).
-  OutageLog(const rl::Clock* clock, std::function<void(std::string_view)> write);
+  // line without a newline (main writes it to stderr). `fallback_instances` > 0: the remote
+  // limiter has a local fallback for that many instances (RemoteLimiterOptions::fallback), and
+  // the lines say so.
+  OutageLog(const rl::Clock* clock, std::function<void(std::string_view)> write,
+            int64_t fallback_instances = 0);
 
-  // A check decided by `policy`'s failure mode because the limiter was unavailable (wired to
-  // RemoteLimiterOptions::on_failure). The first one of an episode logs its start and cause.
+  // A check the limiter could not answer (wired to RemoteLimiterOptions::on_failure, which is
+  // called for each). The first one of an episode logs its start and cause.
   void Failure(const rl::Policy& policy, const absl::Status& why);
-  // A check the limiter answered. Ends an episode: logs how long it lasted and how many checks
-  // the failure modes decided. Cheap when there is no outage (one relaxed load).
+  // How such a check was decided: `decision` is the one the limiter returned for it, decided by
+  // the local fallback (kFallback) or a failure mode (kFailOpen, kFailClosed). Counted for the
+  // line that ends the episode; others are ignored.
+  void Decided(const rl::Decision& decision);
+  // A check the limiter answered. Ends an episode: logs how long it lasted and how its checks
+  // were decided. Cheap when there is no outage (one relaxed load).
   void Answered();
 
   bool in_outage() const { return in_outage_.load(std::memory_order_relaxed); }
@@ -34,10 +44,13 @@ class OutageLog {
  private:
   const rl::Clock* clock_;
   std::function<void(std::string_view)> write_;
+  const int64_t fallback_instances_;
   std::atomic<bool> in_outage_{false};
   std::mutex mu_;
   int64_t started_ms_ = 0;  // guarded by mu_, as are the counts
-  uint64_t allowed_ = 0;
+  uint64_t fallback_allowed_ = 0;
+  uint64_t fallback_denied_ = 0;
+  uint64_t allowed_ = 0;  // by a failure mode
   uint64_t denied_ = 0;
 };
 

@@ -92,13 +92,22 @@ GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
   const rl::DecidedBy by = decision->decided_by;
   if (by == rl::DecidedBy::kFailOpen || by == rl::DecidedBy::kFailClosed) {
     // An outage, not the client's doing: no limit was evaluated, so no rate-limit headers.
+    if (outage_ != nullptr) outage_->Decided(*decision);
     result.unavailable = !decision->allowed;
     if (result.unavailable) {
       const int64_t ms = std::max<int64_t>(decision->retry_after_ms, 1);
       result.headers.push_back({"Retry-After", std::to_string((ms + 999) / 1000)});
     }
   } else {
-    if (outage_ != nullptr) outage_->Answered();
+    // Answered, or decided during an outage by the local fallback: either way real limits were
+    // evaluated (the fallback's are this instance's share), so a denial is the client's 429.
+    if (outage_ != nullptr) {
+      if (by == rl::DecidedBy::kFallback) {
+        outage_->Decided(*decision);
+      } else {
+        outage_->Answered();
+      }
+    }
     result.headers = rl::HeaderValues(*decision, result.policy->name, limiter_->WallNowMs());
   }
   result.decision = *std::move(decision);

@@ -45,9 +45,10 @@ struct GateResult {
   // The limiter could not answer and the policy is fail-closed: respond 503 (the client did
   // nothing wrong), not 429.
   bool unavailable = false;
-  // To add to the response. Answered by the limiter: the rate-limit headers. Decided by a
-  // failure mode: none of them (nothing about the limits is known), only a short Retry-After
-  // when unavailable.
+  // To add to the response. Answered by the limiter, or decided by its local fallback during an
+  // outage: the rate-limit headers (the fallback's state this instance's share of the limits).
+  // Decided by a failure mode: none of them (nothing about the limits is known), only a short
+  // Retry-After when unavailable.
   std::vector<rl::HeaderField> headers;
 };
 
@@ -55,7 +56,7 @@ class RateLimitGate {
  public:
   // Parses every policy spec; fails on a bad spec or an override naming an unknown policy.
   // `outage` (optional, not owned) is told about every check the limiter answered, to close an
-  // outage episode.
+  // outage episode, and how each check it did not answer was decided.
   static absl::StatusOr<RateLimitGate> Create(const RouteConfig& config, rl::RateLimiter* limiter,
                                               OutageLog* outage = nullptr);
 

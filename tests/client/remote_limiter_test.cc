@@ -1,7 +1,8 @@
 // rl::RemoteLimiter against the real rl-server on a free loopback port: one count per policy and
 // key whoever asks (both modes, a raw RL.CHECK, an in-process Limiter), shadow mode in both
 // modes, counts shared by two client instances, concurrent calls pipelined on a small pool, the
-// failure modes when the server is killed (down) or stopped (slow), and recovery once it is back.
+// failure modes when the server is killed (down) or stopped (slow), the local fallback when it is
+// killed during a loop of checks, and recovery once it is back.
 // The reconnect back-off runs on a ManualClock, so no test sleeps for it to pass; the call
 // timeout and the server's own restart still take real time (they wait on a real process).
 #include "rl/remote_limiter.h"
@@ -83,6 +84,7 @@ class RemoteLimiterTest : public ::testing::Test {
     options.timeout = timeout;
     options.connections = connections;
     options.reconnect_backoff = milliseconds(kBackoffMs);
+    options.fallback.instances = fallback_instances_;
     options.on_failure = [this](const Policy&, const absl::Status&) { ++failures_reported_; };
     absl::StatusOr<std::unique_ptr<RemoteLimiter>> limiter = RemoteLimiter::Create(options);
     EXPECT_TRUE(limiter.ok()) << limiter.status();
@@ -110,6 +112,7 @@ class RemoteLimiterTest : public ::testing::Test {
   }
 
   static constexpr int64_t kBackoffMs = 50;
+  int64_t fallback_instances_ = 0;  // RemoteLimiterOptions::fallback.instances for Connect
   ManualClock clock_;
   int port_ = 0;
   rl_test::Subprocess server_;
@@ -379,6 +382,88 @@ TEST_F(RemoteLimiterTest, KilledServerFailsOpenOrClosedThenRecovers) {
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->allowed);  // answered by the (fresh) server, not by the failure mode
   EXPECT_EQ(limiter->Stats().failed_closed, 5u);
+}
+
+// Issue 16: two instances of a service, each with a fallback for 2 instances, check one key in a
+// loop; the server is killed mid-run. From then on each instance admits exactly its share (200 / 2
+// per minute; the manual clock stands still) and denies the rest with real values, where the
+// fail-closed policy alone would deny everything. Once the server is back it decides again. The
+// local count outlives the outage: a second outage in the same minute continues it, and the next
+// minute brings a new share.
+TEST_F(RemoteLimiterTest, KilledServerMidRunFallsBackToEachInstancesShare) {
+  fallback_instances_ = 2;
+  std::unique_ptr<RemoteLimiter> clients[] = {Connect(), Connect()};
+  ASSERT_TRUE(clients[0] && clients[1]);
+  const Policy policy = MakePolicy("orders", "SLIDING_LOG 200 1m FAIL_CLOSED");
+  struct Tally {
+    std::atomic<int> answered{0};
+    std::atomic<int> fallback_allowed{0};
+    std::atomic<int> fallback_denied{0};
+    std::atomic<int> unexpected{0};
+  };
+  Tally tallies[2];
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 2; ++c) {
+    threads.emplace_back([&, c] {
+      Tally& tally = tallies[c];
+      while (!stop) {
+        absl::StatusOr<Decision> d = clients[c]->Check(policy, "tenant");
+        if (d.ok() && d->decided_by == DecidedBy::kLimiter) {
+          ++tally.answered;
+        } else if (d.ok() && d->decided_by == DecidedBy::kFallback && d->limit == 100) {
+          ++(d->allowed ? tally.fallback_allowed : tally.fallback_denied);
+          if (!d->allowed && d->retry_after_ms <= 0) ++tally.unexpected;
+        } else {
+          ++tally.unexpected;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    });
+  }
+  auto until = [](auto done) {
+    const auto deadline = steady_clock::now() + milliseconds(20000);
+    while (!done() && steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(2));
+    return done();
+  };
+  EXPECT_TRUE(until([&] { return tallies[0].answered + tallies[1].answered >= 20; }));
+  server_.Kill();
+  EXPECT_TRUE(
+      until([&] { return tallies[0].fallback_denied >= 5 && tallies[1].fallback_denied >= 5; }));
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  for (int c = 0; c < 2; ++c) {
+    std::printf(
+        "instance %d: %d answered by rl-server, then by the fallback %d allowed, %d denied\n", c,
+        tallies[c].answered.load(), tallies[c].fallback_allowed.load(),
+        tallies[c].fallback_denied.load());
+    EXPECT_EQ(tallies[c].fallback_allowed.load(), 100) << c;
+    EXPECT_EQ(tallies[c].unexpected.load(), 0) << c;
+    const RemoteLimiterStats stats = clients[c]->Stats();
+    EXPECT_EQ(stats.fallback_allowed, 100u);
+    EXPECT_EQ(stats.failed_open + stats.failed_closed, 0u);
+  }
+  EXPECT_LE(tallies[0].answered + tallies[1].answered, 200);
+
+  ASSERT_TRUE(StartServer());
+  for (auto& client : clients) ASSERT_TRUE(WaitForRecovery(*client, milliseconds(5000)));
+  absl::StatusOr<Decision> d = clients[1]->Check(policy, "tenant");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->decided_by, DecidedBy::kLimiter);
+  EXPECT_EQ(d->limit, 200);
+  EXPECT_EQ(d->remaining, 199);  // a fresh server (no snapshot)
+
+  server_.Kill();
+  d = clients[1]->Check(policy, "tenant");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->decided_by, DecidedBy::kFallback);
+  EXPECT_FALSE(d->allowed);  // the same minute: this instance's share is still used
+  clock_.Advance(60'000);
+  d = clients[1]->Check(policy, "tenant");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->decided_by, DecidedBy::kFallback);
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 99);
 }
 
 TEST_F(RemoteLimiterTest, StalledServerTimesOutWithinTheBudgetThenRecovers) {

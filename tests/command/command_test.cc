@@ -24,6 +24,8 @@ class CommandTest : public ::testing::Test {
     policies_["api"] = std::make_shared<Policy>(*ParsePolicy("api", "GCRA 2 1m"));
     policies_["trial"] =
         std::make_shared<Policy>(*ParsePolicy("trial", "FIXED_WINDOW 1 1m SHADOW"));
+    policies_["exports"] = std::make_shared<Policy>(
+        *ParsePolicy("exports", "CONCURRENCY 1 LEASE 5m FIXED_WINDOW 20 1h"));
   }
 
   // Runs one command through the command layer; returns the raw RESP bytes.
@@ -40,6 +42,10 @@ class CommandTest : public ::testing::Test {
     if (name == "RL.PEEK") RunCheck(engine_, w, Verb::kPeek, views, lookup);
     if (name == "RL.RESET") RunReset(engine_, w, views, lookup);
     if (name == "CL.THROTTLE") RunThrottle(engine_, w, views);
+    if (name == "RL.REFUND") RunAdjust(engine_, w, Verb::kRefund, views, lookup);
+    if (name == "RL.CHARGE") RunAdjust(engine_, w, Verb::kCharge, views, lookup);
+    if (name == "RL.ACQUIRE") RunAcquire(engine_, w, views, lookup);
+    if (name == "RL.RELEASE") RunRelease(engine_, w, views);
     return out;
   }
 
@@ -106,6 +112,102 @@ TEST_F(CommandTest, ErrorsAreRepliesAndChangeNothing) {
   EXPECT_EQ(limiter_.KeyCount(), 0u);
 }
 
+// ---- Refunds, charges, penalty blocks, leases ----
+
+TEST_F(CommandTest, RefundAndChargeReplyAsACheckOfCostZero) {
+  EXPECT_EQ(Run({"RL.CHECK", "llm", "TOKEN_BUCKET", "100", "1m", "COST", "50"}),
+            "*5\r\n:1\r\n:100\r\n:50\r\n:0\r\n:30000\r\n");
+  // Estimated 50, used 20: 30 back.
+  EXPECT_EQ(Run({"RL.REFUND", "llm", "TOKEN_BUCKET", "100", "1m", "COST", "30"}),
+            "*5\r\n:1\r\n:100\r\n:80\r\n:0\r\n:12000\r\n");
+  // Used 200 more than estimated: 120 in debt, repaid in 72 s.
+  EXPECT_EQ(Run({"RL.CHARGE", "llm", "TOKEN_BUCKET", "100", "1m", "COST", "200"}),
+            "*5\r\n:0\r\n:100\r\n:0\r\n:72000\r\n:132000\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "llm", "TOKEN_BUCKET", "100", "1m"}),
+            "*5\r\n:0\r\n:100\r\n:0\r\n:72600\r\n:132000\r\n");
+  const std::string r3 = Run({"RL.REFUND", "llm", "TOKEN_BUCKET", "100", "1m", "COST", "0"}, 3);
+  EXPECT_EQ(r3.substr(0, 4), "%5\r\n");
+  const std::string h = Run({"RL.CHARGE", "llm", "POLICY", "api", "COST", "1", "HEADERS"});
+  EXPECT_EQ(h.substr(0, 4), "*6\r\n");
+}
+
+TEST_F(CommandTest, RefundAndChargeErrorsChangeNothing) {
+  Run({"RL.CHECK", "k", "GCRA", "5", "1s"});
+  const std::string before = Run({"RL.PEEK", "k", "GCRA", "5", "1s", "COST", "0"});
+  EXPECT_EQ(Run({"RL.REFUND", "k", "GCRA", "5", "1s"}),
+            "-ERR RL.REFUND needs COST n (the amount to give back)\r\n");
+  EXPECT_EQ(Run({"RL.CHARGE", "k", "GCRA", "5", "1s"}),
+            "-ERR RL.CHARGE needs COST n (the amount to take)\r\n");
+  EXPECT_EQ(Run({"RL.CHARGE", "k", "GCRA", "5", "1s", "COST", "-3"}),
+            "-ERR COST must not be negative\r\n");
+  EXPECT_EQ(Run({"RL.CHARGE", "k", "GCRA", "5", "1s", "COST", "1099511627777"}),
+            "-ERR COST must be at most 1099511627776\r\n");
+  EXPECT_EQ(Run({"RL.CHARGE", "k", "GCRA", "5", "1s", "COST", "99999999999999999999"}),
+            "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(Run({"RL.REFUND", "k", "LEAKY_BUCKET", "5", "1s", "COST", "1"}).substr(0, 34),
+            "-ERR LEAKY_BUCKET cannot refund: i");
+  EXPECT_EQ(Run({"RL.REFUND", "k", "CONCURRENCY", "5", "COST", "1"}),
+            "-ERR CONCURRENCY takes no REFUND: end a lease with RL.RELEASE\r\n");
+  EXPECT_EQ(Run({"RL.PEEK", "k", "GCRA", "5", "1s", "COST", "0"}), before);
+}
+
+TEST_F(CommandTest, BlockIsShownByPeekAndLiftedByReset) {
+  const std::vector<std::string> login = {"RL.CHECK", "u", "FIXED_WINDOW", "2", "15m",
+                                          "BLOCK",    "1h"};
+  Run(login);
+  Run(login);
+  EXPECT_EQ(Run(login), "*5\r\n:0\r\n:2\r\n:0\r\n:3600000\r\n:3600000\r\n");
+  clock_.Advance(20 * 60 * 1000);
+  EXPECT_EQ(Run({"RL.PEEK", "u", "FIXED_WINDOW", "2", "15m", "BLOCK", "1h"}),
+            "*5\r\n:0\r\n:2\r\n:0\r\n:2400000\r\n:2400000\r\n");
+  EXPECT_EQ(Run({"RL.RESET", "u", "FIXED_WINDOW", "2", "15m"}), ":1\r\n");
+  EXPECT_EQ(Run(login).substr(0, 8), "*5\r\n:1\r\n");
+}
+
+TEST_F(CommandTest, AcquireRepliesWithALeaseIdOrNil) {
+  const std::string first = Run({"RL.ACQUIRE", "job", "CONCURRENCY", "1", "LEASE", "30s"});
+  ASSERT_EQ(first.substr(0, 28), "*6\r\n:1\r\n:1\r\n:0\r\n:0\r\n:30000\r\n");
+  ASSERT_EQ(first.substr(28, 5), "$40\r\n") << first;
+  const std::string id = first.substr(33, 40);
+  EXPECT_EQ(Run({"RL.ACQUIRE", "job", "CONCURRENCY", "1", "LEASE", "30s"}),
+            "*6\r\n:0\r\n:1\r\n:0\r\n:30000\r\n:30000\r\n$-1\r\n");
+  const std::string r3 = Run({"RL.ACQUIRE", "job", "CONCURRENCY", "1"}, 3);
+  EXPECT_EQ(r3.substr(0, 4), "%6\r\n");
+  EXPECT_NE(r3.find("$5\r\nlease\r\n_\r\n"), std::string::npos) << r3;
+  EXPECT_EQ(Run({"RL.RELEASE", "other", id}), "-ERR lease id was issued for another key\r\n");
+  EXPECT_EQ(Run({"RL.RELEASE", "job", "nope"}),
+            "-ERR invalid lease id (expected the 40 hex digits RL.ACQUIRE returned)\r\n");
+  EXPECT_EQ(Run({"RL.RELEASE", "job", id, "extra"}),
+            "-ERR wrong number of arguments for 'rl.release' command\r\n");
+  EXPECT_EQ(Run({"RL.RELEASE", "job", id}), ":1\r\n");
+  EXPECT_EQ(Run({"RL.RELEASE", "job", id}), ":0\r\n");
+  // With rate limits and HEADERS: the lease id stays last.
+  const std::string h = Run({"RL.ACQUIRE", "job", "CONCURRENCY", "1", "FIXED_WINDOW", "20", "1h",
+                             "COST", "2", "HEADERS"});
+  EXPECT_EQ(h.substr(0, 8), "*7\r\n:1\r\n");
+  EXPECT_EQ(h.substr(h.size() - 47, 5), "$40\r\n") << h;
+  EXPECT_EQ(Run({"RL.ACQUIRE", "job", "FIXED_WINDOW", "20", "1h"}),
+            "-ERR RL.ACQUIRE needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "job", "CONCURRENCY", "1"}),
+            "-ERR a CONCURRENCY limit holds leases: take one with RL.ACQUIRE and end it with "
+            "RL.RELEASE\r\n");
+  EXPECT_EQ(Run({"RL.PEEK", "job", "CONCURRENCY", "1"}).substr(0, 8), "*5\r\n:0\r\n");
+}
+
+TEST_F(CommandTest, AcquireWithAPolicy) {
+  const std::string a = Run({"RL.ACQUIRE", "t", "POLICY", "exports"});
+  ASSERT_EQ(a.substr(0, 8), "*6\r\n:1\r\n") << a;
+  EXPECT_EQ(Run({"RL.ACQUIRE", "t", "POLICY", "exports"}).substr(0, 8), "*6\r\n:0\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "t", "POLICY", "exports"}).substr(0, 36),
+            "-ERR a CONCURRENCY limit holds lease");
+  const std::string id = a.substr(a.size() - 42, 40);
+  EXPECT_EQ(Run({"RL.RELEASE", "t", id}), ":1\r\n");
+  // The caller's own definition under the policy's state.
+  EXPECT_EQ(Run({"RL.ACQUIRE", "t", "POLICY", "exports", "CONCURRENCY", "1"}).substr(0, 8),
+            "*6\r\n:1\r\n");
+  EXPECT_EQ(Run({"RL.ACQUIRE", "t", "POLICY", "exports"}).substr(0, 8), "*6\r\n:0\r\n");
+}
+
 TEST_F(CommandTest, HeadersAreAFlatArrayInResp2AndAMapInResp3) {
   const std::string r2 = Run({"RL.CHECK", "h", "POLICY", "api", "HEADERS"});
   EXPECT_EQ(r2.substr(0, 4), "*6\r\n");
@@ -140,10 +242,23 @@ TEST(CommandDocs, HelpAndUsageComeFromTheRows) {
   const std::vector<std::string> lines = HelpLines(*policy);
   ASSERT_GE(lines.size(), 11u);
   EXPECT_EQ(lines[0], "RL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-  EXPECT_EQ(lines[1], "SET name <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]");
+  EXPECT_EQ(lines[1],
+            "SET name [CONCURRENCY n [LEASE ttl]] <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]");
   EXPECT_EQ(lines[2], "    Defines or replaces a named policy.");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.check")),
             "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [HEADERS]");
+  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.refund")),
+            "RL.REFUND key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS]");
+  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.charge")),
+            "RL.CHARGE key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS]");
+  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.acquire")),
+            "RL.ACQUIRE key (CONCURRENCY n [LEASE ttl] [<limit>...]|POLICY name [CONCURRENCY n "
+            "[LEASE ttl]] [<limit>...]) [COST n] [HEADERS]");
+  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.release")), "RL.RELEASE key lease_id");
+  // The <limit> block documents BLOCK beside BURST.
+  const ArgDoc& limit = FindRlCommandDoc("rl.check")->arguments[1].arguments[0];
+  ASSERT_EQ(limit.name, "limit");
+  EXPECT_EQ(limit.arguments.back().token, "BLOCK");
   for (const CommandDoc& doc : RlCommandDocs()) {
     EXPECT_EQ(doc.first_key, doc.name == "rl.policy" ? 0 : 1) << doc.name;
   }

@@ -2,6 +2,7 @@
 // keys must never free a key that is at its limit (issue 10 item 1), for every algorithm; victims
 // are the least used states; when nothing is safe to evict, new keys follow the overflow mode;
 // snapshots keep what eviction needs.
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -58,6 +59,19 @@ LimiterOptions Small(ManualClock* clock, FailureMode overflow = FailureMode::kFa
 
 int64_t Remaining(Limiter& limiter, const std::string& key, const Limit& limit) {
   return limiter.Peek("", key, {limit}, 0)->remaining;
+}
+
+// A bound near SIZE_MAX means "no practical bound", not one key per shard: the rounding-up
+// division wrapped (issue 10 item 2, found through rl-server's --max-keys -1).
+TEST(EvictionTest, HugeMaxKeysDoesNotWrapToATinyBound) {
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{
+      .shards = 4, .max_keys = SIZE_MAX, .sweep_interval_ms = 0, .clock = &clock});
+  const Limit limit{Algorithm::kFixedWindow, 10, kHour};
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(limiter.Check("", "k" + std::to_string(i), {limit}).ok());
+  }
+  EXPECT_EQ(limiter.KeyCount(), 1000u);
 }
 
 TEST(EvictionTest, VictimsAreTheLeastUsedAndProtectedStatesStay) {
@@ -246,7 +260,7 @@ TEST(EvictionSnapshotTest, LevelsSurviveExportAndImport) {
 }
 
 // A version 2 snapshot (before levels) still loads; its states count as protected until a check
-// rewrites them. Version 4 is refused.
+// rewrites them. Version 5 is refused.
 TEST(EvictionSnapshotTest, VersionTwoLoadsWithStatesProtected) {
   ManualClock clock(1000, 1'700'000'000'000);
   Limiter a(Small(&clock));
@@ -273,9 +287,9 @@ TEST(EvictionSnapshotTest, VersionTwoLoadsWithStatesProtected) {
   EXPECT_LE(refused, 16);
   EXPECT_EQ(Remaining(b, "old", day), 10) << "evicted";
   Limiter c(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
-  const absl::Status st = c.ImportState(with(4));
+  const absl::Status st = c.ImportState(with(5));
   EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
-  EXPECT_NE(st.message().find("unsupported snapshot version 4"), absl::string_view::npos);
+  EXPECT_NE(st.message().find("unsupported snapshot version 5"), absl::string_view::npos);
 }
 
 }  // namespace

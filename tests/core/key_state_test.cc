@@ -139,25 +139,36 @@ TEST(KeyState, TooManyStatesUnderOneKeyIsAnError) {
   EXPECT_EQ(s.size(), KeyState::kMaxStates);
 }
 
-// The property that makes rl.so and the Limiter one engine: for random checks of random limits
-// under random scopes at random times, both answer the same, and so does a KeyState that was
-// encoded and decoded in between.
+// The property that makes rl.so and the Limiter one engine: for random checks, peeks, resets,
+// refunds, charges, acquires and releases of random limits (some with BLOCK, some with a
+// CONCURRENCY limit) under random scopes at random times, both answer the same, and so does a
+// KeyState that was encoded and decoded in between.
 TEST(KeyState, AnswersExactlyAsTheLimiter) {
   std::mt19937_64 rng(20261201);
-  for (int round = 0; round < 40; ++round) {
+  auto random_limit = [&](Algorithm a) {
+    Limit l;
+    l.algorithm = a;
+    l.limit = 1 + static_cast<int64_t>(rng() % 20);
+    l.window_ms = 1 + static_cast<int64_t>(rng() % 5000);
+    if (internal::HasBurst(l.algorithm) && rng() % 2) l.burst = 1 + rng() % 30;
+    if (rng() % 4 == 0) l.block_ms = 1 + static_cast<int64_t>(rng() % 3000);
+    return l;
+  };
+  for (int round = 0; round < 60; ++round) {
     ManualClock clock(1'000'000);
     Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
     KeyState state;
+    // Rate sets, then sets with a CONCURRENCY limit (acquired; peeked, reset).
     std::vector<std::vector<Limit>> sets;
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 6; ++k) {
       std::vector<Limit> set;
-      const int n = 1 + static_cast<int>(rng() % 3);
+      if (k >= 4) {
+        set.push_back(Limit{Algorithm::kConcurrency, 1 + static_cast<int64_t>(rng() % 4),
+                            1 + static_cast<int64_t>(rng() % 4000)});
+      }
+      const int n = (k >= 4 ? 0 : 1) + static_cast<int>(rng() % 3);
       for (int j = 0; j < n; ++j) {
-        Limit l;
-        l.algorithm = static_cast<Algorithm>(rng() % 6);
-        l.limit = 1 + static_cast<int64_t>(rng() % 20);
-        l.window_ms = 1 + static_cast<int64_t>(rng() % 5000);
-        if (internal::HasBurst(l.algorithm) && rng() % 2) l.burst = 1 + rng() % 30;
+        const Limit l = random_limit(static_cast<Algorithm>(rng() % 6));
         bool dup = false;
         for (const Limit& o : set) dup |= o.algorithm == l.algorithm && o.window_ms == l.window_ms;
         if (!dup) set.push_back(l);
@@ -165,32 +176,73 @@ TEST(KeyState, AnswersExactlyAsTheLimiter) {
       sets.push_back(set);
     }
     const char* scopes[] = {"", "api", "search"};
-    for (int step = 0; step < 400; ++step) {
+    std::vector<std::pair<std::string, std::string>> leases;  // (limiter's id, state's id)
+    for (int step = 0; step < 500; ++step) {
       clock.Advance(static_cast<int64_t>(rng() % 300));
-      const auto& set = sets[rng() % sets.size()];
+      const size_t which = rng() % sets.size();
+      const auto& set = sets[which];
+      const bool acquire_set = set[0].algorithm == Algorithm::kConcurrency;
       const std::string_view scope = scopes[rng() % 3];
       const int64_t cost = static_cast<int64_t>(rng() % 4);
       const std::string where = "round " + std::to_string(round) + " step " + std::to_string(step);
-      if (rng() % 8 == 0) {
+      const int op = static_cast<int>(rng() % 16);
+      bool changed = false;
+      if (op == 0) {
         auto a = limiter.Peek(scope, "k", set, cost);
         auto b = state.Peek(scope, set, cost, clock.NowMs());
-        ASSERT_TRUE(a.ok() && b.ok());
+        ASSERT_TRUE(a.ok() && b.ok()) << where;
         ExpectSame(*a, *b, where + " peek");
         continue;
       }
-      if (rng() % 50 == 0) {
+      if (op == 1 && rng() % 4 == 0) {
         // The counts may differ for states already equivalent to fresh (a KeyState prunes them
         // on its next write, the Limiter on its sweep); what follows must not.
         limiter.Reset(scope, "k", set);
         state.Reset(scope, set);
         continue;
       }
-      bool changed = false;
+      if ((op == 2 || op == 3) && !acquire_set) {
+        const int64_t amount = static_cast<int64_t>(rng() % 25);
+        auto a = op == 2 ? limiter.Refund(scope, "k", set, amount)
+                         : limiter.Charge(scope, "k", set, amount);
+        auto b = op == 2 ? state.Refund(scope, set, amount, clock.NowMs(), &changed)
+                         : state.Charge(scope, set, amount, clock.NowMs(), &changed);
+        ASSERT_EQ(a.ok(), b.ok()) << where;
+        if (!a.ok()) {
+          EXPECT_EQ(a.status(), b.status()) << where;
+          continue;
+        }
+        ExpectSame(*a, *b, where + (op == 2 ? " refund" : " charge"));
+        continue;
+      }
+      if (op == 4 && !leases.empty()) {
+        const size_t i = rng() % leases.size();
+        auto a = limiter.Release("k", leases[i].first);
+        auto b = state.Release("k", leases[i].second, clock.NowMs(), &changed);
+        ASSERT_TRUE(a.ok() && b.ok()) << where;
+        EXPECT_EQ(*a, *b) << where << " release";
+        leases.erase(leases.begin() + static_cast<ptrdiff_t>(i));
+        continue;
+      }
+      if (acquire_set) {
+        absl::StatusOr<Lease> a = limiter.Acquire(scope, "k", set, cost);
+        std::string id;
+        auto b = state.Acquire(scope, "k", set, cost, clock.NowMs(), &id, &changed);
+        ASSERT_TRUE(a.ok() && b.ok()) << where;
+        ExpectSame(a->decision(), *b, where + " acquire");
+        ASSERT_EQ(a->held(), !id.empty()) << where;
+        if (a->held()) {
+          EXPECT_TRUE(changed) << where;
+          leases.emplace_back(a->Detach(), id);
+        }
+        continue;
+      }
       auto a = limiter.Check(scope, "k", set, cost);
       auto b = state.Check(scope, set, cost, clock.NowMs(), &changed);
       ASSERT_TRUE(a.ok() && b.ok()) << where;
       ExpectSame(*a, *b, where);
-      // Denied checks and peeks report a change only when a changed limit moved an expiry.
+      // Denied checks and peeks report a change only when a changed limit moved an expiry (or
+      // a penalty block started).
       if (a->allowed && cost > 0) EXPECT_TRUE(changed) << where;
       if (rng() % 10 == 0) {
         std::string bytes;
@@ -206,18 +258,64 @@ TEST(KeyState, AnswersExactlyAsTheLimiter) {
   }
 }
 
+// Blocks and leases make a version 2 encoding; without them a state still encodes as version 1
+// (what an older rl.so reads), and both decode.
+TEST(KeyState, EncodingVersions) {
+  KeyState s;
+  bool changed;
+  Limit fw{Algorithm::kFixedWindow, 1, 60'000};
+  fw.block_ms = 3'600'000;
+  ASSERT_TRUE(s.Check("", {fw}, 1, 0, &changed)->allowed);
+  std::string bytes;
+  s.Encode(&bytes);
+  EXPECT_EQ(bytes[0], 1);
+  ASSERT_FALSE(s.Check("", {fw}, 1, 0, &changed)->allowed);
+  EXPECT_TRUE(changed) << "the block started";
+  bytes.clear();
+  s.Encode(&bytes);
+  EXPECT_EQ(bytes[0], 2);
+  auto decoded = KeyState::Decode(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->Check("", {fw}, 1, 120'000, &changed)->retry_after_ms, 3'480'000);
+  EXPECT_EQ(decoded->ExpiryMs(), 3'600'000) << "the key lives as long as its block";
+  std::string id;
+  const Limit slots{Algorithm::kConcurrency, 2, 10'000};
+  ASSERT_TRUE(decoded->Acquire("p", "user", {slots}, 1, 0, &id, &changed).ok());
+  ASSERT_FALSE(id.empty());
+  bytes.clear();
+  decoded->Encode(&bytes);
+  auto again = KeyState::Decode(bytes);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again->Release("user", id, 5, &changed), true);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(*again->Release("user", id, 5, &changed), false);
+  EXPECT_FALSE(again->Release("someone", id, 5, &changed).ok());
+  EXPECT_FALSE(changed);
+  // A version 1 encoding carries no blocks or leases.
+  std::string v1 = bytes;
+  v1[0] = 1;
+  EXPECT_FALSE(KeyState::Decode(v1).ok());
+}
+
 TEST(KeyState, DecodeRefusesMalformedInputWithoutCrashing) {
   KeyState s;
   bool changed;
   const Limit limits[] = {L(Algorithm::kSlidingLog, 50, 10'000),
                           L(Algorithm::kTokenBucket, 5, 1000),
                           L(Algorithm::kSlidingWindow, 9, 3000)};
-  for (int t = 0; t < 20; ++t) s.Check("p", limits, 1 + t % 3, t * 7, &changed);
+  for (int t = 0; t < 20; ++t) (void)s.Check("p", limits, 1 + t % 3, t * 7, &changed);
+  Limit blocking{Algorithm::kFixedWindow, 1, 60'000};
+  blocking.block_ms = 60'000;
+  for (int t = 0; t < 2; ++t) (void)s.Check("p", {blocking}, 1, 200, &changed);
+  std::string lease;
+  (void)s.Acquire("p", "k", {Limit{Algorithm::kConcurrency, 3, 5000}}, 1, 200, &lease, &changed);
+  (void)s.Charge("", {Limit{Algorithm::kGcra, 5, 1000}}, 50, 200, &changed);
   std::string good;
   s.Encode(&good);
+  ASSERT_EQ(good[0], 2);
   ASSERT_TRUE(KeyState::Decode(good).ok());
   EXPECT_FALSE(KeyState::Decode("").ok());
-  EXPECT_FALSE(KeyState::Decode(std::string("\x02\x00\x00", 3)).ok()) << "unknown version";
+  EXPECT_FALSE(KeyState::Decode(std::string("\x03\x00\x00", 3)).ok()) << "unknown version";
   EXPECT_FALSE(KeyState::Decode(good + "x").ok()) << "trailing bytes";
   for (size_t cut = 0; cut < good.size(); ++cut) {
     EXPECT_FALSE(KeyState::Decode(good.substr(0, cut)).ok()) << cut;
@@ -232,6 +330,12 @@ TEST(KeyState, DecodeRefusesMalformedInputWithoutCrashing) {
     if (d.ok()) {
       (void)d->Check("p", limits, 1, 1'000'000, &changed);
       (void)d->Peek("p", limits, 1, -1'000'000);
+      (void)d->Check("p", {blocking}, 1, 300, &changed);
+      (void)d->Charge("p", limits, 7, 400, &changed);
+      (void)d->Refund("p", limits, 9, 500, &changed);
+      std::string id;
+      (void)d->Acquire("p", "k", {Limit{Algorithm::kConcurrency, 3, 5000}}, 1, 600, &id, &changed);
+      (void)d->Release("k", lease, 700, &changed);
       (void)d->ExpiryMs();
     }
   }
@@ -338,6 +442,7 @@ TEST(Validation, FastPredicateEqualsTheValidator) {
       l.limit = pick();
       l.window_ms = rng() % 3 ? 1 + static_cast<int64_t>(rng() % 4) : pick();
       l.burst = rng() % 2 ? 0 : pick();
+      l.block_ms = rng() % 2 ? 0 : pick();
     }
     const int64_t cost = rng() % 5 ? static_cast<int64_t>(rng() % 3) : pick();
     ASSERT_EQ(internal::CheckValid(limits, cost), internal::ValidateCheck(limits, cost).ok())

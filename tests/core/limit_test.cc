@@ -31,7 +31,8 @@ absl::StatusOr<std::vector<Limit>> ParseAll(std::string_view spec) {
 TEST(AlgorithmTest, NamesRoundTripCaseInsensitively) {
   const Algorithm all[] = {Algorithm::kTokenBucket, Algorithm::kGcra,
                            Algorithm::kSlidingLog,  Algorithm::kSlidingWindow,
-                           Algorithm::kFixedWindow, Algorithm::kLeakyBucket};
+                           Algorithm::kFixedWindow, Algorithm::kLeakyBucket,
+                           Algorithm::kConcurrency};
   for (Algorithm a : all) {
     const std::string name(AlgorithmName(a));
     EXPECT_EQ(ParseAlgorithm(name), a) << name;
@@ -206,7 +207,7 @@ TEST(LimitTest, MissingOrUnknownPieces) {
             "GCRA needs a limit and a window, e.g. GCRA 100 1m");
   EXPECT_EQ(Message(ParseAll("FOO 10 1s").status()),
             "unknown algorithm 'FOO' (use TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, "
-            "FIXED_WINDOW or LEAKY_BUCKET)");
+            "FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY)");
   EXPECT_EQ(Message(ParseAll("SLIDING_WINDOW 10 COST").status()),
             "invalid window 'COST' (use e.g. 250ms, 1s, 1m, 1h, 1d)");
 }
@@ -267,6 +268,70 @@ TEST(LimitTest, FormatRoundTrips) {
   EXPECT_EQ((*ParseAll(FormatLimit(limit)))[0], limit);
 }
 
+TEST(LimitTest, BlockOption) {
+  auto limits = ParseAll("FIXED_WINDOW 5 15m BLOCK 1h");
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ((*limits)[0].block_ms, 3600 * 1000);
+  EXPECT_EQ(FormatLimit((*limits)[0]), "FIXED_WINDOW 5 15m BLOCK 1h");
+  // With BURST, in either order; case-insensitive.
+  limits = ParseAll("token_bucket 10 1s block 30s burst 20");
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ((*limits)[0].burst, 20);
+  EXPECT_EQ((*limits)[0].block_ms, 30000);
+  EXPECT_EQ(FormatLimit((*limits)[0]), "TOKEN_BUCKET 10 1s BURST 20 BLOCK 30s");
+  EXPECT_EQ(Message(ParseAll("GCRA 1 1s BLOCK").status()), "BLOCK needs a value");
+  EXPECT_EQ(Message(ParseAll("GCRA 1 1s BLOCK 1h BLOCK 2h").status()),
+            "BLOCK given more than once");
+  EXPECT_EQ(Message(ParseAll("GCRA 1 1s BURST 2 BURST 3").status()), "BURST given more than once");
+  EXPECT_EQ(Message(ParseAll("GCRA 1 1s BLOCK 0").status()),
+            "window '0' out of range (1ms to 3650d)");
+  EXPECT_EQ(Message(ParseAll("GCRA 1 1s BLOCK -5").status()),
+            "invalid window '-5' (use e.g. 250ms, 1s, 1m, 1h, 1d)");
+  EXPECT_EQ(Message(ParseAll("GCRA 1 1s LEASE 1m").status()), "LEASE is only for CONCURRENCY");
+  // Built in code: the same rules.
+  Limit l{Algorithm::kGcra, 1, 1000};
+  l.block_ms = kMaxWindowMs + 1;
+  EXPECT_FALSE(ValidateLimits({l}).ok());
+  l.block_ms = -1;
+  EXPECT_FALSE(ValidateLimits({l}).ok());
+}
+
+TEST(LimitTest, ConcurrencyLimit) {
+  auto limits = ParseAll("CONCURRENCY 3 LEASE 5m FIXED_WINDOW 20 1h");
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  ASSERT_EQ(limits->size(), 2u);
+  EXPECT_EQ((*limits)[0].algorithm, Algorithm::kConcurrency);
+  EXPECT_EQ((*limits)[0].limit, 3);
+  EXPECT_EQ((*limits)[0].window_ms, 5 * 60 * 1000);
+  EXPECT_EQ(FormatLimit((*limits)[0]), "CONCURRENCY 3 LEASE 5m");
+  // The default ttl, left out of the canonical text.
+  limits = ParseAll("concurrency 1");
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ((*limits)[0].window_ms, kDefaultLeaseMs);
+  EXPECT_EQ(FormatLimit((*limits)[0]), "CONCURRENCY 1");
+  EXPECT_EQ(Message(ParseAll("CONCURRENCY").status()),
+            "CONCURRENCY needs the most leases held at once, e.g. CONCURRENCY 3 [LEASE 5m]");
+  for (const char* bad : {"CONCURRENCY 0", "CONCURRENCY 10001", "CONCURRENCY -1", "CONCURRENCY x",
+                          "CONCURRENCY 99999999999999999999999"}) {
+    EXPECT_EQ(Message(ParseAll(bad).status()), "CONCURRENCY must be between 1 and 10000") << bad;
+  }
+  EXPECT_EQ(Message(ParseAll("CONCURRENCY 3 LEASE").status()), "LEASE needs a duration");
+  EXPECT_EQ(Message(ParseAll("CONCURRENCY 3 LEASE 0").status()),
+            "window '0' out of range (1ms to 3650d)");
+  EXPECT_EQ(Message(ParseAll("CONCURRENCY 3 BLOCK 1h").status()),
+            "BLOCK is not allowed with CONCURRENCY");
+  EXPECT_EQ(Message(ParseAll("CONCURRENCY 3 BURST 4").status()),
+            "BURST is not allowed with CONCURRENCY");
+  EXPECT_EQ(Message(ParseAll("CONCURRENCY 3 CONCURRENCY 4 LEASE 1s").status()),
+            "more than one CONCURRENCY limit (one per check)");
+  // In a policy, with rate limits, round-tripping.
+  auto policy =
+      ParsePolicy("exports", std::string_view("CONCURRENCY 3 LEASE 10m FIXED_WINDOW 20 1h"));
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ(FormatPolicy(*policy), "CONCURRENCY 3 LEASE 10m FIXED_WINDOW 20 1h");
+  EXPECT_TRUE(ParsePolicy("exports", FormatPolicy(*policy))->limits == policy->limits);
+}
+
 TEST(PolicyTest, ParsesLimitsAndFlags) {
   absl::StatusOr<Policy> policy =
       ParsePolicy("api", std::string_view("SLIDING_WINDOW 100 1m FIXED_WINDOW 5000 1d"));
@@ -320,7 +385,7 @@ TEST(PolicyTest, Errors) {
             "missing limit (e.g. SLIDING_WINDOW 100 1m)");
   EXPECT_EQ(Message(ParsePolicy("api", std::string_view("SHADOW")).status()),
             "unknown algorithm 'SHADOW' (use TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, "
-            "FIXED_WINDOW or LEAKY_BUCKET)");
+            "FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY)");
   EXPECT_FALSE(ParsePolicy("api", std::string_view("GCRA 0 1s")).ok());
 }
 

@@ -1,11 +1,17 @@
 // Snapshots: a restored limiter answers exactly as the original would at the same wall-clock
 // time, although its monotonic clock starts elsewhere; fresh states are dropped; corrupt,
 // foreign or misplaced snapshots are refused without changing anything.
+#include <atomic>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "rl/limiter.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace rl {
 namespace {
@@ -84,6 +90,39 @@ TEST_F(SnapshotTest, BadInputIsRefusedAndChangesNothing) {
   EXPECT_TRUE(absl::IsFailedPrecondition(b.ImportState(snapshot_)));
 }
 
+// Sets the version field of a snapshot and fixes its checksum.
+std::string WithVersion(std::string s, uint32_t version) {
+  std::memcpy(&s[8], &version, 4);
+  const uint64_t sum = XXH64(s.data(), s.size() - 8, 0);
+  std::memcpy(&s[s.size() - 8], &sum, 8);
+  return s;
+}
+
+// Version 3 (before penalty blocks and leases) still loads; a version 3 snapshot holding their
+// records is refused with a clear error, changing nothing.
+TEST_F(SnapshotTest, VersionThreeStillLoads) {
+  ManualClock clock_b(0, kWall);
+  Limiter b(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_b});
+  ASSERT_TRUE(b.ImportState(WithVersion(snapshot_, 3)).ok());
+  EXPECT_EQ(b.KeyCount(), a_.KeyCount());
+  Limit blocking{Algorithm::kFixedWindow, 1, 60000};
+  blocking.block_ms = 3600000;
+  (void)a_.Check("s", "blocked", {blocking});
+  (void)a_.Check("s", "blocked", {blocking});
+  absl::StatusOr<Lease> lease = a_.Acquire("s", "leased", {{Algorithm::kConcurrency, 2, 60000}});
+  ASSERT_TRUE(lease.ok() && lease->held());
+  std::string with_both;
+  ASSERT_TRUE(a_.ExportState(&with_both).ok());
+  Limiter c(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_b});
+  const absl::Status st = c.ImportState(WithVersion(with_both, 3));
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_EQ(std::string(st.message()), "bad snapshot record");
+  EXPECT_EQ(c.KeyCount(), 0u);
+  ASSERT_TRUE(c.ImportState(with_both).ok());
+  EXPECT_EQ(c.Stats().blocks, 1u);
+  EXPECT_EQ(c.Stats().lease_sets, 1u);
+}
+
 TEST(Snapshot, EmptyLimiterRoundTrips) {
   Limiter a(LimiterOptions{.sweep_interval_ms = 0});
   std::string s;
@@ -91,6 +130,157 @@ TEST(Snapshot, EmptyLimiterRoundTrips) {
   Limiter b(LimiterOptions{.sweep_interval_ms = 0});
   EXPECT_TRUE(b.ImportState(s).ok());
   EXPECT_EQ(b.KeyCount(), 0u);
+}
+
+// A snapshot saved by a machine whose wall clock was ahead (or read after the clock was stepped
+// back) holds sliding-log requests "in the future". The import treats them as made now: before,
+// the next request stored a negative offset, which wrapped to a request 2^40 ms (35 years)
+// ahead, and the limiter's own export could not be imported any more (found by
+// fuzz/snapshot_import_fuzz).
+TEST(Snapshot, LogRequestsFromTheFutureCountAsNow) {
+  const Limit log{Algorithm::kSlidingLog, 5, 60000};
+  ManualClock ahead(1000, kWall + 30000);  // the saving process's wall clock: 30 s ahead
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &ahead});
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a.Check("s", "k", {log}, 1)->allowed);
+    ahead.Advance(100);
+  }
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+
+  ManualClock clock(5000, kWall);
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  Decision d = *b.Check("s", "k", {log}, 1);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 1);  // the three saved requests count
+  EXPECT_LE(d.reset_after_ms, 60000);
+  std::string again;
+  ASSERT_TRUE(b.ExportState(&again).ok());
+  Limiter c(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  EXPECT_TRUE(c.ImportState(again).ok()) << "the limiter's own export loads";
+  // A window later everything has left it: no request was stored decades ahead.
+  clock.Advance(60000);
+  d = *b.Check("s", "k", {log}, 5);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+}
+
+// Two runs of one millisecond (a count past a run's 24-bit field starts a second one) are a
+// valid log, and the limiter's export of it loads again.
+TEST(Snapshot, LogRunsOfTheSameMillisecondRoundTrip) {
+  const Limit log{Algorithm::kSlidingLog, int64_t{1} << 30, 60000};
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {log}, (int64_t{1} << 24) - 2)->allowed);
+  ASSERT_TRUE(a.Check("s", "k", {log}, 5)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  EXPECT_EQ(b.Peek("s", "k", {log}, 0)->remaining, a.Peek("s", "k", {log}, 0)->remaining);
+}
+
+// A record whose count word is negative is refused: no algorithm writes one, and the token
+// bucket would shift by its top bits (undefined behaviour; found by fuzz/snapshot_import_fuzz).
+TEST(Snapshot, NegativeStateValuesAreRefused) {
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {{Algorithm::kTokenBucket, 10, 60000}}, 1)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  // Header (magic, version, shards, seed, wall: 32 bytes), then one record: kind, key, shard,
+  // expiry (21 bytes), a, b.
+  ASSERT_EQ(snapshot.size(), 32u + 21 + 16 + 8);
+  const int64_t negative = -8212165486440104696;
+  std::memcpy(snapshot.data() + 32 + 21 + 8, &negative, 8);
+  const uint64_t sum = XXH64(snapshot.data(), snapshot.size() - 8, 0);
+  std::memcpy(snapshot.data() + snapshot.size() - 8, &sum, 8);
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  absl::Status st = b.ImportState(snapshot);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(b.KeyCount(), 0u);
+}
+
+// A log run older than the longest window is outside every window: the import leaves it out.
+// Kept, a time near INT64_MIN became the log's base and the next request's offset overflowed
+// (found by fuzz/snapshot_import_fuzz).
+TEST(Snapshot, LogRunsOlderThanEveryWindowAreDropped) {
+  const Limit log{Algorithm::kSlidingLog, 5, 60000};
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {log}, 1)->allowed);
+  clock.Advance(250);
+  ASSERT_TRUE(a.Check("s", "k", {log}, 1)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  // Header (32 bytes), record head (21), run count (4), then the first run's time.
+  const int64_t ancient = INT64_MIN + 1'000'000;
+  std::memcpy(snapshot.data() + 32 + 21 + 4, &ancient, 8);
+  const uint64_t sum = XXH64(snapshot.data(), snapshot.size() - 8, 0);
+  std::memcpy(snapshot.data() + snapshot.size() - 8, &sum, 8);
+
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  EXPECT_EQ(b.Peek("s", "k", {log}, 0)->remaining, 4);  // only the recent request
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(b.Check("s", "k", {log}, 1)->allowed);
+  EXPECT_FALSE(b.Check("s", "k", {log}, 1)->allowed);
+  std::string again;
+  ASSERT_TRUE(b.ExportState(&again).ok());
+  Limiter c(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(c.ImportState(again).ok());
+  EXPECT_EQ(c.Peek("s", "k", {log}, 0)->remaining, 0);
+}
+
+// A fixed window restored with a count near 2^63 (no check writes one; a corrupt file can) stays
+// exhausted: count + cost overflowed and wrapped to an allow (found by fuzz/snapshot_import_fuzz).
+TEST(Snapshot, HugeRestoredCountDenies) {
+  const Limit window{Algorithm::kFixedWindow, 5, 3600000};
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {window}, 1)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  const int64_t huge = INT64_MAX;
+  std::memcpy(snapshot.data() + 32 + 21 + 8, &huge, 8);  // the record's count word
+  const uint64_t sum = XXH64(snapshot.data(), snapshot.size() - 8, 0);
+  std::memcpy(snapshot.data() + snapshot.size() - 8, &sum, 8);
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  const Decision d = *b.Check("s", "k", {window}, 1);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+}
+
+// The count an export reports is the records it wrote, even while checks add keys meanwhile
+// (the server logs and shows this count; a count taken before the export disagreed with the
+// file), and an import reports the records it read.
+TEST(Snapshot, CountsAreTheRecordsWrittenWhileChecksRun) {
+  ManualClock clock(1000, kWall);  // shared and never advanced: nothing expires
+  Limiter a(LimiterOptions{.shards = 4, .sweep_interval_ms = 0, .clock = &clock});
+  const Limit limit{Algorithm::kFixedWindow, 5, 3600000};
+  for (int i = 0; i < 50000; ++i) (void)a.Check("s", "base" + std::to_string(i), {limit}, 1);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; !stop; ++i) {
+        (void)a.Check("s", "w" + std::to_string(w) + ":" + std::to_string(i), {limit}, 1);
+      }
+    });
+  }
+  for (int round = 0; round < 5; ++round) {
+    std::string snapshot;
+    uint64_t written = 0;
+    ASSERT_TRUE(a.ExportState(&snapshot, &written).ok());
+    Limiter b(LimiterOptions{.shards = 4, .sweep_interval_ms = 0, .clock = &clock});
+    uint64_t read = 0;
+    ASSERT_TRUE(b.ImportState(snapshot, &read).ok());
+    EXPECT_EQ(read, written);
+    EXPECT_EQ(b.KeyCount(), written);
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // rl-http-example as a real process on a free loopback port: 8 parallel requests against a limit
 // of 5 give 5x200 and 3x429 with the headers, another API key is unaffected, /health is
 // unlimited; with an unreachable remote limiter reads fail open (no rate-limit headers) and
-// exports fail closed (503, not 429), logged once per outage; and two instances on one rl-server
-// share a single count.
+// exports fail closed (503, not 429), logged once per outage; with --fallback-instances the outage
+// is decided at this instance's share of the limits (real headers, 429 past it) until the server
+// answers again; and two instances on one rl-server share a single count.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -22,59 +23,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "http_client.h"
 #include "subprocess.h"
 
 namespace {
 
 using std::chrono::milliseconds;
 
-struct HttpReply {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;
-};
+using rl_test::HttpReply;
 
-// One HTTP/1.1 request with "Connection: close"; reads until the server closes. status 0 = the
-// request failed.
 HttpReply Request(int port, const std::string& method, const std::string& path,
                   const std::string& api_key = "") {
-  HttpReply reply;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return reply;
-  }
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-  if (!api_key.empty()) request += "X-Api-Key: " + api_key + "\r\n";
-  request += "Content-Length: 0\r\nConnection: close\r\n\r\n";
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string raw;
-  char chunk[4096];
-  for (ssize_t n; (n = ::recv(fd, chunk, sizeof(chunk), 0)) > 0;) raw.append(chunk, n);
-  ::close(fd);
-
-  const size_t head_end = raw.find("\r\n\r\n");
-  if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || head_end == std::string::npos) return reply;
-  reply.status = std::atoi(raw.c_str() + 9);
-  reply.body = raw.substr(head_end + 4);
-  size_t line = raw.find("\r\n") + 2;
-  while (line < head_end) {
-    const size_t end = raw.find("\r\n", line);
-    const size_t colon = raw.find(':', line);
-    std::string name = raw.substr(line, colon - line);
-    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-    size_t value = colon + 1;
-    while (value < end && raw[value] == ' ') ++value;
-    reply.headers[name] = raw.substr(value, end - value);
-    line = end + 2;
-  }
-  return reply;
+  return rl_test::HttpRequest(port, method, path, api_key);
 }
 
 // Fires `count` requests at once (one thread each); the replies in completion order.
@@ -266,6 +226,57 @@ TEST(HttpExampleTest, OutageEpisodeEndsWhenTheServerAnswersAgain) {
   example.Kill();
   EXPECT_EQ(CountLogLines(log, "rate limiter unavailable"), 1);
   EXPECT_EQ(CountLogLines(log, "rate limiter available again after"), 1);
+  std::filesystem::remove(log);
+}
+
+// Issue 16: --fallback-instances 2 with rl-server down: this instance's share decides (products
+// 5 per minute / 2 = 2, real headers, then 429; exports 30 per hour / 2 = 15, so one export of
+// cost 10 passes, then 429 instead of the failure mode's 503). Once the server is up it decides
+// again, and the log has one line for the outage, naming the fallback, and one for its end.
+TEST(HttpExampleTest, FallbackDecidesAtThisInstancesShareWhileTheServerIsDown) {
+  const int server_port = rl_test::FreeLoopbackPort();
+  const std::string log = LogPath("fallback");
+  rl_test::Subprocess example;
+  const int port =
+      StartExample(example,
+                   {"--limiter", "remote", "--server", "127.0.0.1:" + std::to_string(server_port),
+                    "--fallback-instances", "2"},
+                   log);
+  ASSERT_GT(port, 0);
+  std::vector<int> statuses;
+  for (int i = 0; i < 3; ++i) {
+    HttpReply reply = Request(port, "GET", "/api/products", "key-A");
+    statuses.push_back(reply.status);
+    EXPECT_EQ(reply.headers["x-ratelimit-limit"], "2");
+    EXPECT_EQ(reply.headers["x-ratelimit-remaining"], std::to_string(std::max(0, 1 - i)));
+    EXPECT_EQ(reply.headers["ratelimit-policy"], R"("products";q=2;w=60)");
+    if (reply.status == 429) EXPECT_GT(std::atoi(reply.headers["retry-after"].c_str()), 0);
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 429}));
+  EXPECT_EQ(Request(port, "POST", "/v1/exports", "key-A").status, 202);
+  HttpReply export_reply = Request(port, "POST", "/v1/exports", "key-A");
+  EXPECT_EQ(export_reply.status, 429);
+  EXPECT_EQ(export_reply.body, R"({"error":"rate_limited"})");
+
+  rl_test::Subprocess server;
+  ASSERT_TRUE(
+      server.Start({RL_SERVER_PATH, "--port", std::to_string(server_port), "--bind", "127.0.0.1"}));
+  ASSERT_TRUE(rl_test::WaitForPort(server_port, milliseconds(5000)));
+  HttpReply reply;
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(5000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    reply = Request(port, "GET", "/api/products", "key-B");
+    if (reply.headers["x-ratelimit-limit"] == "5") break;  // the server's limit, not the share
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.headers["x-ratelimit-limit"], "5");
+  EXPECT_EQ(reply.headers["x-ratelimit-remaining"], "4");
+  example.Kill();
+  EXPECT_EQ(CountLogLines(log, "rate limiter unavailable"), 1);
+  EXPECT_EQ(CountLogLines(log, "the local fallback decides at each policy's limits / 2"), 1);
+  EXPECT_EQ(CountLogLines(log, "rate limiter available again after"), 1);
+  EXPECT_EQ(CountLogLines(log, "the local fallback decided"), 1);
   std::filesystem::remove(log);
 }
 #endif

@@ -1,7 +1,9 @@
 // RateLimitGate without HTTP: route overrides and the global default, weighted cost, unlimited
 // routes, shadow policies, config errors, client keys that never carry raw client input, and
 // outages: decisions by a failure mode get no rate-limit headers (fail-closed: 503 with a short
-// Retry-After), and the outage log writes one line per episode, on a manual clock.
+// Retry-After), decisions by the remote limiter's local fallback get real ones (a denial is a
+// 429), and the outage log writes one line per episode, on a manual clock, counting how the
+// episode's checks were decided.
 #include "rate_limit_gate.h"
 
 #include <string>
@@ -120,6 +122,13 @@ bool HasHeader(const GateResult& result, std::string_view name) {
   return false;
 }
 
+std::string HeaderValue(const GateResult& result, std::string_view name) {
+  for (const rl::HeaderField& field : result.headers) {
+    if (field.name == name) return field.value;
+  }
+  return "";
+}
+
 TEST(RateLimitGateOutageTest, FailureModeDecisionsCarryNoRateLimitHeaders) {
   ScriptedLimiter limiter;
   absl::StatusOr<RateLimitGate> gate = RateLimitGate::Create(DefaultRouteConfig(), &limiter);
@@ -171,10 +180,14 @@ TEST(RateLimitGateOutageTest, OneLogLinePerOutageEpisode) {
   gate->Check("GET", "/api/products", "key:a");
   EXPECT_TRUE(lines.empty());
 
-  // An outage of 100 checks (RemoteLimiter calls on_failure -> Failure for each): one line.
+  // An outage of 100 checks (RemoteLimiter calls on_failure -> Failure for each, then the gate
+  // gets its decision -> Decided): one line.
   const absl::Status why = absl::UnavailableError("connect to rl-server: Connection refused");
   for (int i = 0; i < 100; ++i) {
-    log.Failure(i % 4 == 0 ? *exports : *products, why);
+    const bool closed = i % 4 == 0;
+    log.Failure(closed ? *exports : *products, why);
+    limiter.next = ByFailureMode(!closed);
+    gate->Check(closed ? "POST" : "GET", closed ? "/v1/exports" : "/api/products", "key:a");
     clock.Advance(10);
   }
   ASSERT_EQ(lines.size(), 1u);
@@ -183,6 +196,7 @@ TEST(RateLimitGateOutageTest, OneLogLinePerOutageEpisode) {
   EXPECT_TRUE(log.in_outage());
 
   // The first answered check ends it: one line with its length and counts.
+  limiter.next = rl::Decision{};
   gate->Check("GET", "/api/products", "key:a");
   gate->Check("GET", "/api/products", "key:a");
   ASSERT_EQ(lines.size(), 2u);
@@ -193,12 +207,72 @@ TEST(RateLimitGateOutageTest, OneLogLinePerOutageEpisode) {
 
   // A new outage is a new episode with fresh counts.
   log.Failure(*products, why);
+  limiter.next = ByFailureMode(true);
+  gate->Check("GET", "/api/products", "key:a");
   clock.Advance(250);
   log.Answered();
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[3],
             "rate limiter available again after 250 ms; the failure modes decided 1 checks "
             "(1 allowed, 0 denied)");
+}
+
+// With --fallback-instances 4, an outage is decided by the local fallback at a quarter of each
+// policy's limits: real headers (this instance's share), a denial is the client's 429 (not a 503),
+// and the log names the fallback and counts its decisions apart from the failure modes'.
+TEST(RateLimitGateOutageTest, FallbackDecisionsCarryRealHeadersAndAreLoggedApart) {
+  rl::ManualClock clock;
+  std::vector<std::string> lines;
+  OutageLog log(
+      &clock, [&lines](std::string_view line) { lines.emplace_back(line); }, 4);
+  ScriptedLimiter limiter;
+  absl::StatusOr<RateLimitGate> gate = RateLimitGate::Create(DefaultRouteConfig(), &limiter, &log);
+  ASSERT_TRUE(gate.ok());
+  int64_t cost = 0;
+  const rl::Policy* products = gate->PolicyFor("GET", "/api/products", &cost);
+  const absl::Status why = absl::UnavailableError("connect to rl-server: Connection refused");
+
+  rl::Decision share;  // products, 5 per minute / 4 instances = 1, just used
+  share.decided_by = rl::DecidedBy::kFallback;
+  share.limit = 1;
+  share.reset_after_ms = 60'000;
+  share.count = 1;
+  share.limits[0] = rl::LimitResult{true, 1, 60'000, 0, 0, 60'000};
+  log.Failure(*products, why);
+  limiter.next = share;
+  GateResult allowed = gate->Check("GET", "/api/products", "key:a");
+  EXPECT_TRUE(allowed.allowed);
+  EXPECT_FALSE(allowed.unavailable);
+  EXPECT_EQ(HeaderValue(allowed, "X-RateLimit-Limit"), "1");
+  EXPECT_EQ(HeaderValue(allowed, "RateLimit-Policy"), R"("products";q=1;w=60)");
+
+  share.allowed = false;
+  share.retry_after_ms = 30'000;
+  share.limits[0] = rl::LimitResult{false, 1, 60'000, 0, 30'000, 60'000};
+  log.Failure(*products, why);
+  limiter.next = share;
+  GateResult limited = gate->Check("GET", "/api/products", "key:a");
+  EXPECT_FALSE(limited.allowed);
+  EXPECT_FALSE(limited.unavailable);  // -> 429: the share is a real limit
+  EXPECT_EQ(HeaderValue(limited, "Retry-After"), "30");
+  EXPECT_EQ(HeaderValue(limited, "X-RateLimit-Remaining"), "0");
+
+  // What the fallback could not decide (an export costs more than a quarter of its limit).
+  log.Failure(*products, why);
+  limiter.next = ByFailureMode(false);
+  EXPECT_TRUE(gate->Check("POST", "/v1/exports", "key:a").unavailable);
+
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("the local fallback decides at each policy's limits / 4"),
+            std::string::npos)
+      << lines[0];
+  clock.Advance(500);
+  limiter.next = rl::Decision{};  // answered again
+  gate->Check("GET", "/api/products", "key:a");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1],
+            "rate limiter available again after 500 ms; the local fallback decided 2 checks (1 "
+            "allowed, 1 denied), the failure modes 1 (0 allowed, 1 denied)");
 }
 
 TEST(ClientKeyTest, ApiKeysAreHashedAndNeverAppearRaw) {

@@ -26,8 +26,9 @@ constexpr const char* kWrongType =
 
 TEST_F(RlBadInputTest, RandomArgumentsNeverCrash) {
   RespClient c(port());
-  const std::vector<std::string> verbs = {"RL.CHECK",    "RL.PEEK",   "RL.RESET",
-                                          "CL.THROTTLE", "RL.POLICY", "RL.SETSTATE"};
+  const std::vector<std::string> verbs = {"RL.CHECK",   "RL.PEEK",     "RL.RESET",  "CL.THROTTLE",
+                                          "RL.POLICY",  "RL.SETSTATE", "RL.REFUND", "RL.CHARGE",
+                                          "RL.ACQUIRE", "RL.RELEASE"};
   const std::vector<std::string> words = {"TOKEN_BUCKET",
                                           "GCRA",
                                           "SLIDING_LOG",
@@ -38,6 +39,9 @@ TEST_F(RlBadInputTest, RandomArgumentsNeverCrash) {
                                           "COST",
                                           "HEADERS",
                                           "BURST",
+                                          "BLOCK",
+                                          "CONCURRENCY",
+                                          "LEASE",
                                           "SHADOW",
                                           "FAIL_OPEN",
                                           "FAIL_CLOSED",
@@ -119,8 +123,8 @@ TEST_F(RlBadInputTest, ForgedSetStateIsRefusedOrHarmless) {
   const std::string good = EncodeState({gcra, log});
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"", "ERR invalid rate-limit state: truncated header"},
-      {std::string("\x02\x00\x00", 3),
-       "ERR invalid rate-limit state: unsupported encoding version 2"},
+      {std::string("\x03\x00\x00", 3),
+       "ERR invalid rate-limit state: unsupported encoding version 3"},
       {good.substr(0, good.size() - 1), "ERR invalid rate-limit state: truncated log"},
       {good + "x", "ERR invalid rate-limit state: trailing bytes"},
       {dup, "ERR invalid rate-limit state: duplicate state"},

@@ -43,7 +43,10 @@ constexpr int64_t kAny = int64_t{1} << 50;
 Kind KindOf(const Cmd& cmd) {
   std::string verb = cmd.empty() ? "" : cmd[0];
   for (char& ch : verb) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  if (verb == "RL.CHECK" || verb == "RL.PEEK") return Kind::kDecision;
+  if (verb == "RL.CHECK" || verb == "RL.PEEK" || verb == "RL.REFUND" || verb == "RL.CHARGE" ||
+      verb == "RL.ACQUIRE") {
+    return Kind::kDecision;
+  }
   if (verb == "CL.THROTTLE") return Kind::kThrottle;
   return Kind::kExact;
 }
@@ -93,6 +96,14 @@ Kind KindOf(const Cmd& cmd) {
 ::testing::AssertionResult SameDecisionField(const std::string& name, const Reply& a,
                                              const Reply& b, const Tolerance& tol) {
   if (name == "headers") return SameHeaders(a, b, tol);
+  if (name == "lease") {
+    // Lease ids are random: both nil, or both an id of 40 hex digits.
+    if (a.is_null() != b.is_null() ||
+        (!a.is_null() && (a.str.size() != 40 || b.str.size() != 40))) {
+      return ::testing::AssertionFailure() << "lease: " << Show(a) << " vs " << Show(b);
+    }
+    return ::testing::AssertionSuccess();
+  }
   if (a.type != ':' || b.type != ':') {
     return ::testing::AssertionFailure() << name << ": " << Show(a) << " vs " << Show(b);
   }
@@ -140,8 +151,11 @@ Kind KindOf(const Cmd& cmd) {
     }
     return ::testing::AssertionSuccess();
   }
-  for (size_t i = 0; i < a.elements.size() && i < 6; ++i) {
-    if (auto same = SameDecisionField(kNames[i], a.elements[i], b.elements[i], tol); !same) {
+  for (size_t i = 0; i < a.elements.size(); ++i) {
+    // RL.ACQUIRE's lease id is the last element: a bulk string or nil.
+    const bool lease = a.elements[i].type == '$' || a.elements[i].is_null();
+    const std::string name = lease ? "lease" : i < 6 ? kNames[i] : "?";
+    if (auto same = SameDecisionField(name, a.elements[i], b.elements[i], tol); !same) {
       return differ() << "\n   " << same.message();
     }
   }
@@ -406,11 +420,107 @@ std::vector<Cmd> Errors() {
   };
 }
 
+// Refunds, charges, penalty blocks and leases (round 2).
+std::vector<Cmd> Features() {
+  std::vector<Cmd> cmds = {
+      {"RL.CHECK", "f:llm", "TOKEN_BUCKET", "100", "1h", "COST", "50"},
+      {"RL.REFUND", "f:llm", "TOKEN_BUCKET", "100", "1h", "COST", "30"},
+      {"RL.CHARGE", "f:llm", "TOKEN_BUCKET", "100", "1h", "COST", "200"},
+      {"RL.CHECK", "f:llm", "TOKEN_BUCKET", "100", "1h"},
+      {"RL.CHARGE", "f:llm", "TOKEN_BUCKET", "100", "1h", "COST", "0", "HEADERS"},
+      {"RL.REFUND", "f:llm", "TOKEN_BUCKET", "100", "1h", "COST", "1000"},
+  };
+  for (const std::string alg : kAlgorithms) {
+    const std::string key = "f:" + alg;
+    for (int i = 0; i < 3; ++i) cmds.push_back({"RL.CHECK", key, alg, "5", "1h"});
+    cmds.push_back({"RL.REFUND", key, alg, "5", "1h", "COST", "1"});
+    cmds.push_back({"RL.CHARGE", key, alg, "5", "1h", "COST", "10"});
+    cmds.push_back({"RL.PEEK", key, alg, "5", "1h", "COST", "0"});
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1h"});
+    cmds.push_back({"RL.REFUND", key, alg, "5", "1h", "COST", "20", "HEADERS"});
+    cmds.push_back({"RL.CHECK", key, alg, "5", "1h"});
+    // A penalty block on each algorithm.
+    const std::string blocked = "f:block:" + alg;
+    for (int i = 0; i < 3; ++i)
+      cmds.push_back({"RL.CHECK", blocked, alg, "2", "1h", "BLOCK", "2h"});
+    cmds.push_back({"RL.PEEK", blocked, alg, "2", "1h", "BLOCK", "2h"});
+    cmds.push_back({"RL.PEEK", blocked, alg, "2", "1h"});
+    cmds.push_back({"RL.RESET", blocked, alg, "2", "1h"});
+    cmds.push_back({"RL.CHECK", blocked, alg, "2", "1h", "BLOCK", "2h"});
+  }
+  const std::vector<Cmd> more = {
+      {"RL.ACQUIRE", "f:job", "CONCURRENCY", "2", "LEASE", "1h", "FIXED_WINDOW", "3", "1h"},
+      {"RL.ACQUIRE", "f:job", "CONCURRENCY", "2", "LEASE", "1h", "FIXED_WINDOW", "3", "1h",
+       "HEADERS"},
+      {"RL.ACQUIRE", "f:job", "CONCURRENCY", "2", "LEASE", "1h", "FIXED_WINDOW", "3", "1h"},
+      {"RL.PEEK", "f:job", "CONCURRENCY", "2", "LEASE", "1h", "FIXED_WINDOW", "3", "1h"},
+      {"RL.PEEK", "f:job", "CONCURRENCY", "3"},
+      {"RL.ACQUIRE", "f:job", "CONCURRENCY", "3", "FIXED_WINDOW", "3", "1h", "COST", "0"},
+      {"RL.ACQUIRE", "f:job", "CONCURRENCY", "4", "FIXED_WINDOW", "3", "1h"},
+      {"RL.RESET", "f:job", "CONCURRENCY", "1"},
+      {"RL.ACQUIRE", "f:job", "CONCURRENCY", "1", "LEASE", "1h"},
+      {"RL.POLICY", "SET", "ex", "CONCURRENCY", "1", "LEASE", "1h", "FIXED_WINDOW", "5", "1h"},
+      {"RL.POLICY", "GET", "ex"},
+      {"RL.ACQUIRE", "f:t", "POLICY", "ex"},
+      {"RL.ACQUIRE", "f:t", "POLICY", "ex"},
+      {"RL.PEEK", "f:t", "POLICY", "ex"},
+      {"RL.CHECK", "f:t", "POLICY", "ex"},
+      {"RL.ACQUIRE", "f:t", "POLICY", "ex", "CONCURRENCY", "2", "LEASE", "1h"},
+      // Errors.
+      {"RL.REFUND", "f:e", "GCRA", "5", "1h"},
+      {"RL.CHARGE", "f:e", "GCRA", "5", "1h"},
+      {"RL.CHARGE", "f:e", "GCRA", "5", "1h", "COST", "-1"},
+      {"RL.CHARGE", "f:e", "GCRA", "5", "1h", "COST", "1099511627777"},
+      {"RL.REFUND", "f:e", "LEAKY_BUCKET", "5", "1h", "COST", "1"},
+      {"RL.REFUND", "f:e", "CONCURRENCY", "5", "COST", "1"},
+      {"RL.REFUND", "f:e"},
+      {"RL.ACQUIRE", "f:e"},
+      {"RL.ACQUIRE", "f:e", "GCRA", "5", "1h"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "0"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "10001"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "1", "LEASE"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "1", "LEASE", "0"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "1", "CONCURRENCY", "2"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "1", "BLOCK", "1h"},
+      {"RL.ACQUIRE", "f:e", "CONCURRENCY", "1", "COST", "-1"},
+      {"RL.CHECK", "f:e", "CONCURRENCY", "1"},
+      {"RL.CHECK", "f:e", "GCRA", "5", "1h", "LEASE", "1m"},
+      {"RL.CHECK", "f:e", "GCRA", "5", "1h", "BLOCK"},
+      {"RL.CHECK", "f:e", "GCRA", "5", "1h", "BLOCK", "0"},
+      {"RL.CHECK", "f:e", "GCRA", "5", "1h", "BLOCK", "1h", "BLOCK", "1h"},
+      {"RL.RELEASE", "f:e"},
+      {"RL.RELEASE", "f:e", "x", "y"},
+      {"RL.RELEASE", "f:e", "not-a-lease-id"},
+      {"RL.RELEASE", "f:e", std::string(40, 'f')},
+      {"RL.POLICY", "SET", "bad", "CONCURRENCY", "1", "CONCURRENCY", "2"},
+  };
+  cmds.insert(cmds.end(), more.begin(), more.end());
+  return cmds;
+}
+
+// Lease ids differ (they are random): each server releases its own.
+void CompareReleases(RespClient& a, RespClient& b) {
+  const Cmd acquire = {"RL.ACQUIRE", "f:rel", "CONCURRENCY", "1", "LEASE", "1h"};
+  const Reply x = a.Call(acquire), y = b.Call(acquire);
+  ASSERT_EQ(Show(x).size(), Show(y).size()) << Show(x) << " vs " << Show(y);
+  const std::string ida = x.type == '%' ? x.Get("lease")->str : x.elements.back().str;
+  const std::string idb = y.type == '%' ? y.Get("lease")->str : y.elements.back().str;
+  ASSERT_EQ(ida.size(), 40u);
+  ASSERT_EQ(idb.size(), 40u);
+  for (const std::string key : {"f:other", "f:rel", "f:rel"}) {
+    const Reply ra = a.Call({"RL.RELEASE", key, ida}), rb = b.Call({"RL.RELEASE", key, idb});
+    EXPECT_EQ(Show(ra), Show(rb)) << key;
+  }
+}
+
 TEST_F(ParityTest, Resp2) {
   Run(Decisions());
   Run(Policies());
   Run(Throttles());
   Run(Errors());
+  Run(Features());
+  CompareReleases(*a_, *b_);
   std::printf("compared %d replies\n", compared_);
 }
 
@@ -420,6 +530,8 @@ TEST_F(ParityTest, Resp3) {
   Run(Policies());
   Run(Throttles());
   Run(Errors());
+  Run(Features());
+  CompareReleases(*a_, *b_);
   std::printf("compared %d replies\n", compared_);
 }
 

@@ -361,7 +361,7 @@ TEST_F(RlPersistenceTest, TamperedRestorePayloadsAreRefused) {
   } tampers[] = {
       {"type encoding version", 9, static_cast<char>(payload[9] ^ 3),
        "rl: ratelimit value of unknown encoding version 2"},
-      {"state encoding version", 12, 2, "unsupported encoding version 2"},
+      {"state encoding version", 12, 3, "unsupported encoding version 3"},
       {"state count", 14, static_cast<char>(0xff), "too many states"},  // high byte
       {"algorithm", 12 + 3 + 8, 9, "unknown algorithm"},
       {"window", 12 + 3 + 9 + 7, static_cast<char>(0x7f), "bad window"},

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,12 +18,20 @@
 
 namespace rl::test {
 
+// How the server process is started beyond its flags.
+struct ServerOptions {
+  bool quiet = true;        // pass --quiet (no log lines)
+  std::string stderr_path;  // non-empty: the server's stderr goes to this file (for its logs)
+  rlim_t nofile = 0;        // non-zero: RLIMIT_NOFILE of the server (soft and hard)
+};
+
 class ServerProcess {
  public:
   // Starts RL_SERVER_PATH with `flags` (plus --port 0 --bind 127.0.0.1 unless given) and waits
   // up to 10 s for "rl-server ready: listening on HOST:PORT". port() is 0 on failure.
-  explicit ServerProcess(std::vector<std::string> flags = {}) {
-    std::vector<std::string> argv = {RL_SERVER_PATH, "--quiet"};
+  explicit ServerProcess(std::vector<std::string> flags = {}, ServerOptions options = {}) {
+    std::vector<std::string> argv = {RL_SERVER_PATH};
+    if (options.quiet) argv.push_back("--quiet");
     bool has_port = false;
     for (const auto& f : flags) has_port = has_port || f == "--port";
     if (!has_port) argv.insert(argv.end(), {"--port", "0"});
@@ -34,6 +43,17 @@ class ServerProcess {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       close(out[1]);
+      if (!options.stderr_path.empty()) {
+        int err = open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (err >= 0) {
+          dup2(err, STDERR_FILENO);
+          close(err);
+        }
+      }
+      if (options.nofile > 0) {
+        rlimit lim{options.nofile, options.nofile};
+        setrlimit(RLIMIT_NOFILE, &lim);
+      }
       std::vector<char*> cargv;
       for (auto& a : argv) cargv.push_back(a.data());
       cargv.push_back(nullptr);

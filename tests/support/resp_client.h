@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -57,6 +58,10 @@ class RespClient {
     }
     int one = 1;
     if (fd_ >= 0) setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    // A server that stops reading (backpressure from replies nobody reads) must fail a send,
+    // not hang the test: sends give up after the same timeout as reads.
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    if (fd_ >= 0) setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   }
   ~RespClient() {
     if (fd_ >= 0) close(fd_);

@@ -1,9 +1,17 @@
-// rl::RemoteLimiter: the rate-limit check of rl::Limiter, answered by an rl-server over RESP so
-// every instance of a fleet shares one count. Calls are synchronous for the caller and bounded by
-// a per-call timeout of tens of milliseconds; when the server is down or too slow, each policy's
-// FailureMode decides (fail-open: allow and count the failure; fail-closed: deny). Connections
-// are pooled, concurrent calls are pipelined on them, and a lost server is reconnected to on
-// its own once it is back.
+// rl::RemoteLimiter: the rate-limit check of rl::Limiter, answered by an rl-server over RESP (or
+// by a Redis Cluster whose nodes load rl.so) so every instance of a fleet shares one count. Calls
+// are synchronous for the caller and bounded by a per-call timeout of tens of milliseconds; when
+// the server is down or too slow, a local fallback (when configured) decides at this instance's
+// share of the limits, else each policy's FailureMode (fail-open: allow and count the failure;
+// fail-closed: deny). Connections are pooled, concurrent calls are pipelined on them, and a lost
+// server is reconnected to on its own once it is back.
+//
+// Cluster mode (cluster_nodes): each check goes to the master serving its key's hash slot (the
+// key sent is the user's key, so one check is one slot); the slot map is learned from the seeds
+// and kept current from MOVED replies and background CLUSTER SLOTS refreshes; ASK is followed for
+// the one command; CheckMany sends each node its checks in one pipelined batch, all nodes at
+// once, within one timeout. A node that cannot answer decides only its own keys' checks (the
+// fallback, when configured, decides those).
 //
 // State: a policy's state lives under the policy's name and the key (plus each limit's algorithm
 // and window) in both modes, the same state `RL.CHECK key POLICY name` and the in-process
@@ -31,7 +39,17 @@ namespace rl {
 struct RemoteLimiterOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 6380;
-  // Connections in the pool; calls are spread round-robin and pipelined on each.
+  // Cluster mode when not empty: "host:port" of some nodes of a Redis Cluster whose nodes load
+  // rl.so ("[::1]:7000" for IPv6); host and port above are then unused. Any node will do (one is
+  // enough; more keep a restarted service able to find the cluster when some are down): the
+  // rest is discovered.
+  std::vector<std::string> cluster_nodes;
+  // Cluster mode: at least this long between two slot-map refreshes (CLUSTER SLOTS), however
+  // many calls see a MOVED or a failed node; they are served by one refresh. While refreshes
+  // find nothing new (a node is down and not replaced yet), the pause doubles up to 1 s.
+  std::chrono::milliseconds cluster_refresh_interval{100};
+  // Connections in the pool (in cluster mode, per node); calls are spread round-robin and
+  // pipelined on each.
   size_t connections = 2;
   // Whole-call budget: connecting (when needed), sending, and the reply.
   std::chrono::milliseconds timeout{50};
@@ -49,45 +67,98 @@ struct RemoteLimiterOptions {
   // Connections speak RESP3 (HELLO 3) in both modes, so a reply can say shadow_denied.
   enum class PolicyMode { kInline, kServerPolicy };
   PolicyMode policy_mode = PolicyMode::kInline;
+  // When > 0, RL.CHECK and RL.RESET are followed by `WAIT <n> <ms>` on the same connection (one
+  // WAIT per node per call, giving up after 3/4 of the time left), and a check counts as
+  // answered only once n replicas have its state: what the caller was told then survives a
+  // kill -9 of the master that answered. Fewer acknowledgements in time -> decided as for an
+  // unreachable server, by the fallback or the FailureMode (the master may have counted it;
+  // Stats().unreplicated). Needs Redis with rl.so and replicas (rl-server has no WAIT). With 0,
+  // a failover started with CLUSTER FAILOVER keeps every answered count, but a crash may lose
+  // the last few milliseconds' (Redis replicates asynchronously).
+  int wait_for_replicas = 0;
   // Retry-After given to callers denied because the server could not be reached (fail-closed).
   int64_t fail_closed_retry_after_ms = 1000;
-  // Called (on the calling thread) for every check decided by a FailureMode: the place to raise
-  // an alarm. Must be cheap and thread-safe.
+  // A local fallback for outages, off while `instances` is 0. While the server (in cluster mode:
+  // the master of a check's key; other keys are answered as usual) cannot answer a check in
+  // time, an in-process rl::Limiter decides it at this instance's share of the policy's limits:
+  // LIMIT and BURST divided by `instances`, rounded down but never below 1 (limits are >= 1), so
+  // `instances` copies of the service together admit about the policy's limits (at most them,
+  // or one per instance when a limit is smaller than the count). Its decisions are real ones:
+  // decided_by = kFallback, with the share's limit, remaining, retry_after_ms and reset_after_ms
+  // (fit for rate-limit headers); a shadow policy still never denies. The policy's FailureMode
+  // decides instead when the fallback cannot: the Policy carries no limits (a name-only policy in
+  // kServerPolicy mode; with limits, the caller's copy is used, as the server's definition cannot
+  // be asked), the cost fits the policy's capacity but not the share's, or the local limiter is
+  // at max_keys with nothing it may evict (a new key then). CheckMany decides each check on its
+  // own, as the server does. The local state is not dropped when an outage ends: it expires by
+  // itself like any Limiter state, so a server that flaps does not hand out a fresh share per
+  // flap, and each instance admits at most its share per window on its own however many outages
+  // the window holds. It starts empty (it never knows the server's count), so in the window an
+  // outage begins each instance may admit its share on top of what the server already counted.
+  // Peek and Reset reach only the server.
+  struct Fallback {
+    int64_t instances = 0;
+    // Bound on the local states (one per key and limit of a policy); past it, expired and little
+    // used states are evicted first (see LimiterOptions::overflow).
+    size_t max_keys = 100'000;
+  };
+  Fallback fallback;
+  // Called (on the calling thread) for every check the server did not answer (decided by the
+  // fallback or by a FailureMode): the place to raise an alarm. Must be cheap and thread-safe.
   std::function<void(const Policy& policy, const absl::Status& why)> on_failure;
-  // Time for the reconnect back-off and WallNowMs; not owned, null = SteadyClock::Default(). The
-  // call timeout is real time whatever the clock: it bounds a wait on the network.
+  // Time for the reconnect back-off, the fallback's limiter and WallNowMs; not owned, null =
+  // SteadyClock::Default(). The call timeout is real time whatever the clock: it bounds a wait on
+  // the network.
   const Clock* clock = nullptr;
 };
 
 struct RemoteLimiterStats {
-  uint64_t checks = 0;         // Check/Peek calls
-  uint64_t answered = 0;       // calls the server answered
-  uint64_t failed_open = 0;    // decided by FailureMode::kFailOpen (server unavailable)
-  uint64_t failed_closed = 0;  // decided by FailureMode::kFailClosed (server unavailable)
-  uint64_t timeouts = 0;       // calls that ran out of time (a subset of the two above)
+  uint64_t checks = 0;    // Check/Peek calls
+  uint64_t answered = 0;  // calls the server answered
+  // Server unavailable, and no fallback or one that could not decide: the FailureMode decided.
+  uint64_t failed_open = 0;    // by FailureMode::kFailOpen
+  uint64_t failed_closed = 0;  // by FailureMode::kFailClosed
+  uint64_t timeouts = 0;  // calls that ran out of time (decided by the fallback or a FailureMode)
   uint64_t server_errors = 0;  // error replies (-ERR ...), returned as absl errors
-  uint64_t connects = 0;       // successful (re)connects
+  uint64_t connects = 0;       // successful (re)connects (all nodes)
   uint64_t connection_failures = 0;
+  // Cluster mode:
+  uint64_t redirects = 0;           // MOVED and ASK replies followed
+  uint64_t slot_map_refreshes = 0;  // slot maps learned (CLUSTER SLOTS)
+  uint64_t nodes = 0;               // nodes the client holds a pool for
+  // wait_for_replicas: checks the master answered but too few replicas acknowledged in time.
+  uint64_t unreplicated = 0;
+  // Fallback: checks it decided (server unavailable; a shadow policy's are allowed), and the
+  // states it holds now (they expire by themselves).
+  uint64_t fallback_allowed = 0;
+  uint64_t fallback_denied = 0;
+  uint64_t fallback_keys = 0;
 };
 
 class RemoteLimiter final : public RateLimiter {
  public:
-  // Resolves the server's address and starts the I/O thread; does not connect yet (the first
-  // call does), so a service can start while its limiter is down. Fails for a bad address.
+  // Resolves the server's address (cluster mode: every seed's) and starts the I/O thread; does
+  // not connect on the caller's thread (the first call does; in cluster mode a background thread
+  // starts learning the slot map at once), so a service can start while its limiter is down.
+  // Fails for a bad address.
   static absl::StatusOr<std::unique_ptr<RemoteLimiter>> Create(RemoteLimiterOptions options);
   // Waits for nothing: calls still in flight must have returned before destruction.
   ~RemoteLimiter() override;
   RemoteLimiter(const RemoteLimiter&) = delete;
   RemoteLimiter& operator=(const RemoteLimiter&) = delete;
 
-  // RL.CHECK. Server unavailable, too slow, or refusing our credentials -> the policy's
-  // FailureMode decides (see FailureDecision). An error reply to the request itself (bad limit,
-  // unknown policy) -> that error. A shadow policy never denies: a denial becomes allowed with
-  // Decision::shadow_denied (kInline: the caller's flag; kServerPolicy: the server's).
+  // RL.CHECK. Server unavailable, too slow, or refusing our credentials -> the fallback decides
+  // (when configured and able to), else the policy's FailureMode (see FailureDecision). An error
+  // reply to the request itself (bad limit, unknown policy) -> that error. A shadow policy never
+  // denies: a denial becomes allowed with Decision::shadow_denied (kInline: the caller's flag;
+  // kServerPolicy: the server's; the fallback: the caller's).
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key,
                                  int64_t cost = 1) override;
   // Several checks in one round trip (pipelined on one connection, one timeout for all): for a
   // request that must pass a route policy and a tenant policy. Results are in request order.
+  // Cluster mode: one pipelined batch per node, all sent before any is waited for; a node that
+  // fails decides only the checks routed to it (by the fallback or the FailureMode, each check
+  // on its own).
   struct Request {
     const Policy* policy;
     std::string_view key;
@@ -98,7 +169,8 @@ class RemoteLimiter final : public RateLimiter {
   absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
   // RL.RESET: removes the policy's state for `key`; returns how many states existed.
   absl::StatusOr<int64_t> Reset(const Policy& policy, std::string_view key);
-  // PING round trip (health checks, warming the pool).
+  // PING round trip (health checks, warming the pool). Cluster mode: every master of the slot
+  // map (learned first if still unknown) must answer.
   absl::Status Ping();
 
   int64_t WallNowMs() const override;

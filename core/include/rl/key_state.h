@@ -9,7 +9,7 @@
 // anchored to wall-clock time) so that RDB files, the AOF and replicas read them the same.
 //
 // Not thread-safe (Redis runs commands one at a time). Move-only; one heap block per key plus
-// one per sliding log.
+// one per sliding log and one per lease set.
 #pragma once
 
 #include <cstddef>
@@ -39,8 +39,8 @@ void SetStateAllocator(const StateAllocator& allocator);
 
 class KeyState {
  public:
-  // The most states one key may hold (all scopes together). A check that would add more is
-  // refused with an error and changes nothing.
+  // The most states one key may hold (all scopes together, penalty blocks and lease sets
+  // included). A check that would add more is refused with an error and changes nothing.
   static constexpr size_t kMaxStates = 1024;
 
   KeyState() = default;
@@ -55,10 +55,26 @@ class KeyState {
   // peek (cost 0) leaves it false unless a changed limit moved a state's expiry.
   absl::StatusOr<Decision> Check(std::string_view scope, absl::Span<const Limit> limits,
                                  int64_t cost, int64_t now_ms, bool* changed);
-  // What Check would answer, changing nothing (not even pruning).
+  // What Check would answer, changing nothing (not even pruning). A CONCURRENCY limit may be
+  // among the limits (as Limiter::Peek).
   absl::StatusOr<Decision> Peek(std::string_view scope, absl::Span<const Limit> limits,
                                 int64_t cost, int64_t now_ms) const;
-  // Removes the states of these limits under `scope`; returns how many existed.
+  // Limiter::Refund / Limiter::Charge over this key's states; `*changed` as for Check.
+  absl::StatusOr<Decision> Refund(std::string_view scope, absl::Span<const Limit> limits,
+                                  int64_t amount, int64_t now_ms, bool* changed);
+  absl::StatusOr<Decision> Charge(std::string_view scope, absl::Span<const Limit> limits,
+                                  int64_t amount, int64_t now_ms, bool* changed);
+  // Limiter::Acquire over this key's states. `key` is the user's key (a lease id is tied to it);
+  // `*lease_id` receives the id of the lease taken, or is cleared when none was.
+  absl::StatusOr<Decision> Acquire(std::string_view scope, std::string_view key,
+                                   absl::Span<const Limit> limits, int64_t cost, int64_t now_ms,
+                                   std::string* lease_id, bool* changed);
+  // Limiter::Release: ends the lease `lease_id` of `key`; true when it was held. An id that is not
+  // a lease id or was issued for another key is an error and changes nothing.
+  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id, int64_t now_ms,
+                               bool* changed);
+  // Removes the states of these limits under `scope`, their penalty blocks and (CONCURRENCY) their
+  // leases; returns how many limits had something to remove.
   size_t Reset(std::string_view scope, absl::Span<const Limit> limits);
   // Removes the states that are equivalent to fresh at `now_ms`; returns how many.
   size_t Prune(int64_t now_ms);
@@ -79,15 +95,15 @@ class KeyState {
 
   // The whole state is one pointer (null when empty). A holder that has a pointer-sized slot
   // of its own can keep the state there instead of in a KeyState object: rl.so stores it as
-  // the Redis key's value, which saves an allocation and a pointer chase per key. Release()
-  // hands the pointer over (this becomes empty); Adopt() takes one back (from Release() only);
-  // block() shows it, e.g. to see whether a change moved it.
-  void* Release() {
+  // the Redis key's value, which saves an allocation and a pointer chase per key. ReleaseBlock()
+  // hands the pointer over (this becomes empty); AdoptBlock() takes one back (from ReleaseBlock()
+  // only); block() shows it, e.g. to see whether a change moved it.
+  void* ReleaseBlock() {
     void* p = block_;
     block_ = nullptr;
     return p;
   }
-  static KeyState Adopt(void* block) {
+  static KeyState AdoptBlock(void* block) {
     KeyState s;
     s.block_ = block;
     return s;
@@ -95,7 +111,10 @@ class KeyState {
   const void* block() const { return block_; }
 
  private:
-  void* block_ = nullptr;  // see key_state.cc
+  absl::StatusOr<Decision> Adjust(std::string_view scope, absl::Span<const Limit> limits,
+                                  int64_t amount, int64_t now_ms, bool refund, bool* changed);
+
+  void* block_ = nullptr;  // see key_state_block.h
 };
 
 }  // namespace rl

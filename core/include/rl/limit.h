@@ -21,25 +21,33 @@ enum class Algorithm : uint8_t {
   kSlidingWindow = 3,
   kFixedWindow = 4,
   kLeakyBucket = 5,
+  // Not a rate: at most LIMIT leases held at once, each ending when released or after its ttl
+  // (kept in window_ms). Taken with Limiter::Acquire / RL.ACQUIRE, never by a plain check.
+  kConcurrency = 6,
 };
 
-// "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET".
+// "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET",
+// "CONCURRENCY".
 std::string_view AlgorithmName(Algorithm algorithm);
 // Case-insensitive inverse of AlgorithmName; nullopt for anything else.
 std::optional<Algorithm> ParseAlgorithm(std::string_view name);
 
 // "LIMIT per WINDOW". Token bucket, GCRA and leaky bucket read it as a rate (limit / window) with a
-// capacity (burst, queue size) that defaults to `limit`.
+// capacity (burst, queue size) that defaults to `limit`. A CONCURRENCY limit reads LIMIT as the
+// most leases held at once and WINDOW as each lease's ttl.
 struct Limit {
   Algorithm algorithm = Algorithm::kTokenBucket;
   int64_t limit = 0;      // > 0
   int64_t window_ms = 0;  // > 0
   int64_t burst = 0;      // 0 = same as limit; only meaningful for bucket algorithms
+  // A penalty block (BLOCK duration): when this limit denies a call, every call of it is denied
+  // for block_ms from then on. 0 = none; not for CONCURRENCY.
+  int64_t block_ms = 0;
 
   int64_t capacity() const { return burst > 0 ? burst : limit; }
   friend bool operator==(const Limit& a, const Limit& b) {
     return a.algorithm == b.algorithm && a.limit == b.limit && a.window_ms == b.window_ms &&
-           a.capacity() == b.capacity();
+           a.capacity() == b.capacity() && a.block_ms == b.block_ms;
   }
   friend bool operator!=(const Limit& a, const Limit& b) { return !(a == b); }
 };
@@ -48,6 +56,10 @@ struct Limit {
 inline constexpr int64_t kMaxLimit = int64_t{1} << 40;
 inline constexpr int64_t kMaxWindowMs = int64_t{10} * 365 * 24 * 3600 * 1000;  // ten years
 inline constexpr size_t kMaxLimitsPerCheck = 8;
+// Most leases one CONCURRENCY limit may allow (each live lease is remembered).
+inline constexpr int64_t kMaxConcurrency = 10000;
+// A lease's ttl when CONCURRENCY is written without LEASE.
+inline constexpr int64_t kDefaultLeaseMs = 60 * 1000;
 
 // Parses a duration with a unit: "250ms", "1s", "60s", "1m", "1h", "1d"; a bare integer means
 // milliseconds. Must be in [1, kMaxWindowMs]. Error messages are fit for a RESP "-ERR " reply.
@@ -55,8 +67,9 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
 // Shortest exact rendering: 60000 -> "1m", 1500 -> "1500ms".
 std::string FormatDuration(int64_t ms);
 
-// Parses one "<ALGORITHM> limit window [BURST n]" starting at tokens[*pos] and advances *pos past
-// it. Fails when tokens[*pos] is not an algorithm name or the numbers are invalid.
+// Parses one "<ALGORITHM> limit window [BURST n] [BLOCK duration]" (or "CONCURRENCY n
+// [LEASE ttl]") starting at tokens[*pos] and advances *pos past it. Fails when tokens[*pos] is
+// not an algorithm name or the numbers are invalid.
 absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos);
 // Parses consecutive limits from tokens[*pos] until a token that is not an algorithm name (so a
 // caller can go on with its own keywords such as COST). At least one, at most kMaxLimitsPerCheck.
@@ -66,7 +79,7 @@ absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view
 // fills out[0..*count) and validates them together (ValidateLimits).
 absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* pos,
                              absl::Span<Limit> out, size_t* count);
-// Canonical spec text, e.g. "TOKEN_BUCKET 100 1m BURST 20".
+// Canonical spec text, e.g. "TOKEN_BUCKET 100 1m BURST 20 BLOCK 1h", "CONCURRENCY 3 LEASE 5m".
 std::string FormatLimit(const Limit& limit);
 
 // What a remote caller does when the limiter cannot be reached in time.
@@ -94,8 +107,9 @@ std::string FormatPolicy(const Policy& policy);
 std::vector<std::string_view> SplitSpec(std::string_view spec);
 // OK when `name` is 1..128 printable ASCII characters without spaces (0x21..0x7E).
 absl::Status ValidatePolicyName(std::string_view name);
-// OK when every limit is in range, BURST appears only on bucket algorithms, there are
-// 1..kMaxLimitsPerCheck limits and no two share algorithm and window (they would share state).
+// OK when every limit is in range, BURST appears only on bucket algorithms, BLOCK not on
+// CONCURRENCY, there are 1..kMaxLimitsPerCheck limits, no two share algorithm and window (they
+// would share state) and at most one is CONCURRENCY.
 absl::Status ValidateLimits(absl::Span<const Limit> limits);
 // ValidatePolicyName and ValidateLimits together: what ParsePolicy guarantees, for policies
 // built in code.

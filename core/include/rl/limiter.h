@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "rl/clock.h"
 #include "rl/decision.h"
+#include "rl/lease.h"
 #include "rl/limit.h"
 
 namespace rl {
@@ -45,6 +46,8 @@ struct LimiterStats {
   uint64_t evictions = 0;     // states dropped because a bound was reached
   uint64_t expired = 0;       // states dropped because they became equivalent to fresh
   uint64_t overflows = 0;     // checks whose new state was not stored (LimiterOptions::overflow)
+  uint64_t blocks = 0;        // running penalty blocks (counted in `keys` too)
+  uint64_t lease_sets = 0;    // CONCURRENCY limits holding leases (counted in `keys` too)
 };
 
 class Limiter {
@@ -63,13 +66,49 @@ class Limiter {
   // A policy's limits under the policy's name. A shadow policy never denies: a check its limits
   // deny is allowed with Decision::shadow_denied set and consumes nothing.
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key, int64_t cost = 1);
-  // What Check would answer, changing nothing.
+  // A limit with BLOCK (Limit::block_ms) that denies a check starts a penalty block: every check
+  // of it is then denied for block_ms, with retry_after_ms = what is left (see step.h). A
+  // CONCURRENCY limit is refused here: it takes leases (Acquire).
+
+  // What Check would answer, changing nothing. A CONCURRENCY limit may be among the limits: its
+  // result is what Acquire would answer for it (remaining = slots left after one more lease).
   absl::StatusOr<Decision> Peek(std::string_view scope, std::string_view key,
                                 absl::Span<const Limit> limits, int64_t cost = 1);
   absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
-  // Removes the states of these limits for (scope, key); returns how many existed.
+  // Removes the states of these limits for (scope, key), their penalty blocks and, for a
+  // CONCURRENCY limit, every lease; returns how many limits had something to remove.
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
   size_t Reset(const Policy& policy, std::string_view key);
+
+  // Settle-later costs. Refund gives back up to `amount` units to every limit (never above what
+  // a fresh state holds: a full bucket, an empty window; a sliding log drops its newest
+  // requests); Charge takes `amount` from every limit even when that overdraws it: the state
+  // goes into debt, and later checks (cost 0 included) are denied until the refill has repaid it,
+  // with retry_after_ms counting the repayment. Both always apply, to all limits; the answer is
+  // what a check of cost 0 would get right after (allowed = false: in debt or blocked). Errors:
+  // amount < 0 or > kMaxLimit, a CONCURRENCY limit, a refund to a LEAKY_BUCKET (its callers
+  // were already told when to proceed); nothing changes then. A shadow policy's answer is
+  // allowed (with shadow_denied), but the refund or charge applies.
+  absl::StatusOr<Decision> Refund(std::string_view scope, std::string_view key,
+                                  absl::Span<const Limit> limits, int64_t amount);
+  absl::StatusOr<Decision> Refund(const Policy& policy, std::string_view key, int64_t amount);
+  absl::StatusOr<Decision> Charge(std::string_view scope, std::string_view key,
+                                  absl::Span<const Limit> limits, int64_t amount);
+  absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key, int64_t amount);
+
+  // Concurrency leases. `limits` holds exactly one CONCURRENCY limit (at most LIMIT leases held at
+  // once, each ending after its ttl unless released sooner) and any rate limits, checked all or
+  // nothing: a lease is granted, and `cost` consumed from the rate limits, only when every limit
+  // allows ("at most 3 exports at once and 20 per hour"). A denied acquire holds nothing and
+  // changes nothing. The Lease releases itself when destroyed; this Limiter must outlive it.
+  absl::StatusOr<Lease> Acquire(std::string_view scope, std::string_view key,
+                                absl::Span<const Limit> limits, int64_t cost = 1);
+  // A shadow policy's denial comes back allowed (shadow_denied) without a lease.
+  absl::StatusOr<Lease> Acquire(const Policy& policy, std::string_view key, int64_t cost = 1);
+  // Ends lease `lease_id` of `key` (an id from Lease::id() or Lease::Detach()): true when it was
+  // held, false when it had already ended (released, or its ttl ran out). An id that is not a
+  // lease id, or was issued for another key, is an InvalidArgument error and changes nothing.
+  absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id);
 
   // Removes up to `budget` expired states (those equivalent to fresh); returns how many.
   size_t Sweep(size_t budget = SIZE_MAX);
@@ -84,6 +123,11 @@ class Limiter {
   // dropping states that are fresh by now. Errors: corrupt or foreign data, a non-empty limiter.
   absl::Status ExportState(std::string* out) const;
   absl::Status ImportState(std::string_view data);
+  // The same, also counting the states as they are written (*states: exactly the records in
+  // *out, however many checks ran meanwhile) or read (*states: records in the snapshot; the
+  // limiter keeps those not fresh by now, KeyCount()).
+  absl::Status ExportState(std::string* out, uint64_t* states) const;
+  absl::Status ImportState(std::string_view data, uint64_t* states);
 
  private:
   class Impl;

@@ -6,6 +6,10 @@
 //   absl::StatusOr<Decision> Check(const Request&);   // all or nothing, consumes r.cost
 //   absl::StatusOr<Decision> Peek(const Request&);    // changes nothing
 //   absl::StatusOr<int64_t>  Reset(const Request&);   // states removed
+//   absl::StatusOr<Decision> Refund(const Request&);  // gives back r.cost
+//   absl::StatusOr<Decision> Charge(const Request&);  // takes r.cost, even into debt
+//   absl::StatusOr<Acquired> Acquire(const Request&); // a lease of the CONCURRENCY limit
+//   absl::StatusOr<bool>     Release(const ReleaseRequest&);  // true when it was held
 //   absl::StatusOr<Decision> Throttle(const ThrottleRequest&);
 //   int64_t WallNowMs();                              // Unix ms, for X-RateLimit-Reset
 // returning the engine's raw decision; shadow mode is applied here.
@@ -18,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -32,6 +37,13 @@
 namespace rl::command {
 
 using Args = absl::Span<const std::string_view>;
+
+// What an Engine's Acquire answers: the decision, and the id of the lease taken (empty when none
+// was: denied, or allowed without a slot, see rl::Lease::held).
+struct Acquired {
+  Decision decision;
+  std::string lease_id;
+};
 
 // RL.CHECK (verb kCheck) and RL.PEEK (kPeek).
 template <class Engine, class Sink>
@@ -54,6 +66,41 @@ void RunReset(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup) {
   absl::StatusOr<int64_t> removed = engine.Reset(r);
   if (!removed.ok()) return WriteError(w, removed.status());
   w.Integer(*removed);
+}
+
+// RL.REFUND (verb kRefund) and RL.CHARGE (kCharge): RL.CHECK's reply, as a check of cost 0 would
+// answer right after the refund or charge.
+template <class Engine, class Sink>
+void RunAdjust(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup& lookup) {
+  Request r;
+  if (absl::Status s = ParseRequest(verb, args, lookup, &r); !s.ok()) return WriteError(w, s);
+  absl::StatusOr<Decision> d = verb == Verb::kRefund ? engine.Refund(r) : engine.Charge(r);
+  if (!d.ok()) return WriteError(w, d.status());
+  if (r.shadow) ApplyShadow(*d);
+  WriteDecision(w, *d, r, r.headers ? engine.WallNowMs() : 0);
+}
+
+// RL.ACQUIRE: RL.CHECK's reply with the lease id last (nil when no lease was taken).
+template <class Engine, class Sink>
+void RunAcquire(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup) {
+  Request r;
+  if (absl::Status s = ParseRequest(Verb::kAcquire, args, lookup, &r); !s.ok()) {
+    return WriteError(w, s);
+  }
+  absl::StatusOr<Acquired> a = engine.Acquire(r);
+  if (!a.ok()) return WriteError(w, a.status());
+  if (r.shadow) ApplyShadow(a->decision);
+  WriteDecision(w, a->decision, r, r.headers ? engine.WallNowMs() : 0, &a->lease_id);
+}
+
+// RL.RELEASE key lease-id -> 1 when the lease was held, 0 when it had already ended.
+template <class Engine, class Sink>
+void RunRelease(Engine& engine, Sink& w, Args args) {
+  ReleaseRequest r;
+  if (absl::Status s = ParseRelease(args, &r); !s.ok()) return WriteError(w, s);
+  absl::StatusOr<bool> held = engine.Release(r);
+  if (!held.ok()) return WriteError(w, held.status());
+  w.Integer(*held ? 1 : 0);
 }
 
 // CL.THROTTLE, redis-cell's arguments and reply.
@@ -123,6 +170,22 @@ class LimiterEngine {
   }
   absl::StatusOr<int64_t> Reset(const Request& r) {
     return static_cast<int64_t>(limiter_.Reset(r.scope, r.key, r.limits));
+  }
+  absl::StatusOr<Decision> Refund(const Request& r) {
+    return limiter_.Refund(r.scope, r.key, r.limits, r.cost);
+  }
+  absl::StatusOr<Decision> Charge(const Request& r) {
+    return limiter_.Charge(r.scope, r.key, r.limits, r.cost);
+  }
+  // The lease outlives the call: it is held until RL.RELEASE or its ttl.
+  absl::StatusOr<Acquired> Acquire(const Request& r) {
+    absl::StatusOr<Lease> lease = limiter_.Acquire(r.scope, r.key, r.limits, r.cost);
+    if (!lease.ok()) return lease.status();
+    Acquired a{lease->decision(), lease->Detach()};
+    return a;
+  }
+  absl::StatusOr<bool> Release(const ReleaseRequest& r) {
+    return limiter_.Release(r.key, r.lease_id);
   }
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     return limiter_.Check(kThrottleScope, t.key, absl::MakeConstSpan(&t.limit, 1), t.quantity);

@@ -30,6 +30,7 @@ enum DocFlag : uint32_t {
   kDocWrite = 1u << 0,     // changes state (Redis: "write", with "deny-oom")
   kDocReadonly = 1u << 1,  // runs on a replica in READONLY mode
   kDocFast = 1u << 2,
+  kDocNoDenyOom = 1u << 3,  // a write that only frees memory: still runs over maxmemory
 };
 
 struct CommandDoc {
@@ -44,7 +45,8 @@ struct CommandDoc {
   std::vector<CommandDoc> subcommands;
 };
 
-// RL.CHECK, RL.PEEK, RL.RESET, RL.POLICY (SET, GET, DEL, LIST, HELP) and CL.THROTTLE.
+// RL.CHECK, RL.PEEK, RL.RESET, RL.REFUND, RL.CHARGE, RL.ACQUIRE, RL.RELEASE, RL.POLICY (SET,
+// GET, DEL, LIST, HELP) and CL.THROTTLE.
 const std::vector<CommandDoc>& RlCommandDocs();
 // The row of one of them by (lower-case) name, e.g. "rl.policy"; null when unknown.
 const CommandDoc* FindRlCommandDoc(std::string_view name);

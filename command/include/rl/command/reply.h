@@ -30,14 +30,24 @@ void WriteError(Sink& w, const absl::Status& status) {
   w.Error(line);
 }
 
-// RL.CHECK / RL.PEEK: RESP2 an array of five integers (+ the headers as a flat array), RESP3 a
-// map (allowed, limit, remaining, retry_after_ms, reset_after_ms[, headers][, shadow_denied]).
-// `wall_now_ms` (Unix ms) dates X-RateLimit-Reset.
+// RL.CHECK / RL.PEEK (and RL.REFUND / RL.CHARGE / RL.ACQUIRE): RESP2 an array of five integers
+// (+ the headers as a flat array), RESP3 a map (allowed, limit, remaining, retry_after_ms,
+// reset_after_ms[, headers][, shadow_denied]). `wall_now_ms` (Unix ms) dates X-RateLimit-Reset.
+// With `lease` (RL.ACQUIRE) the lease id follows as the last element, a bulk string or nil when
+// `*lease` is empty (RESP3: a "lease" field).
 template <class Sink>
-void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_now_ms) {
+void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_now_ms,
+                   const std::string* lease = nullptr) {
   std::vector<HeaderField> headers;
   if (r.headers) headers = HeaderValues(d, r.policy_name, wall_now_ms);
-  const size_t fields = 5 + (r.headers ? 1 : 0);
+  const size_t fields = 5 + (r.headers ? 1 : 0) + (lease != nullptr ? 1 : 0);
+  auto write_lease = [&] {
+    if (lease->empty()) {
+      w.Null();
+    } else {
+      w.Bulk(*lease);
+    }
+  };
   if (w.protocol() >= 3) {
     w.MapHeader(fields + (d.shadow_denied ? 1 : 0));
     w.Bulk("allowed");
@@ -65,6 +75,10 @@ void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_no
       w.Bulk(h.name);
       w.Bulk(h.value);
     }
+  }
+  if (lease != nullptr) {
+    if (w.protocol() >= 3) w.Bulk("lease");
+    write_lease();
   }
   if (d.shadow_denied && w.protocol() >= 3) {
     w.Bulk("shadow_denied");

@@ -1,12 +1,19 @@
-// The RL.* argument grammar, once: what RL.CHECK / RL.PEEK / RL.RESET and CL.THROTTLE name,
-// parsed and validated into plain structs that any front end (rl-server, rl.so) runs on its own
-// engine. No I/O and no protocol: errors are absl::Status values whose text follows "ERR " in a
-// reply (see reply.h for the mapping).
+// The RL.* argument grammar, once: what RL.CHECK / RL.PEEK / RL.RESET / RL.REFUND / RL.CHARGE /
+// RL.ACQUIRE / RL.RELEASE and CL.THROTTLE name, parsed and validated into plain structs that any
+// front end (rl-server, rl.so) runs on its own engine. No I/O and no protocol: errors are
+// absl::Status values whose text follows "ERR " in a reply (see reply.h for the mapping).
 //
-//   RL.CHECK key <limit>... [COST n] [HEADERS]
-//   RL.CHECK key POLICY name [<limit>...] [COST n] [HEADERS]
-//   RL.PEEK  (as RL.CHECK)
-//   RL.RESET key (<limit>... | POLICY name [<limit>...])
+//   RL.CHECK   key <limit>... [COST n] [HEADERS]
+//   RL.CHECK   key POLICY name [<limit>...] [COST n] [HEADERS]
+//   RL.PEEK    (as RL.CHECK; a CONCURRENCY limit may be among the limits)
+//   RL.RESET   key (<limit>... | POLICY name [<limit>...])
+//   RL.REFUND  key (<limit>... | POLICY name [<limit>...]) COST n [HEADERS]
+//   RL.CHARGE  key (<limit>... | POLICY name [<limit>...]) COST n [HEADERS]
+//   RL.ACQUIRE key (CONCURRENCY n [LEASE ttl] [<limit>...] | POLICY name [...]) [COST n] [HEADERS]
+//   RL.RELEASE key lease-id
+//
+// <limit> includes "CONCURRENCY n [LEASE ttl]" (see rl/limit.h); which verbs accept it is the
+// engine's to say (rl::Limiter and rl::KeyState share one validator per operation).
 //
 // `POLICY name` alone uses the stored policy of that name; `POLICY name <limit>...` checks the
 // given limits under that policy's state (the caller's definition, as rl::RemoteLimiter sends in
@@ -30,7 +37,7 @@ namespace rl::command {
 inline constexpr std::string_view kInlineScope = "";
 inline constexpr std::string_view kThrottleScope = "cl.throttle (redis-cell)";
 
-enum class Verb : uint8_t { kCheck, kPeek, kReset };
+enum class Verb : uint8_t { kCheck, kPeek, kReset, kRefund, kCharge, kAcquire };
 
 // Finds a stored policy by name (rl-server's PolicyStore, rl.so's registry); null when unknown.
 using PolicyLookup = std::function<std::shared_ptr<const Policy>(std::string_view name)>;
@@ -48,8 +55,9 @@ struct Request {
 };
 
 // Parses args (args[0] = command name, args[1] = key) for `verb`. RL.RESET takes no COST or
-// HEADERS. A repeated COST or HEADERS is an error. Needs args.size() >= 3 (the command table's
-// arity); anything shorter is a syntax error, never a crash.
+// HEADERS; RL.REFUND and RL.CHARGE need COST (the amount). A repeated COST or HEADERS is an
+// error. Needs args.size() >= 3 (the command table's arity); anything shorter is a syntax error,
+// never a crash.
 absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
                           const PolicyLookup& lookup, Request* out);
 
@@ -61,6 +69,13 @@ struct ThrottleRequest {
   int64_t quantity = 1;
 };
 absl::Status ParseThrottle(absl::Span<const std::string_view> args, ThrottleRequest* out);
+
+// RL.RELEASE key lease-id.
+struct ReleaseRequest {
+  std::string_view key;
+  std::string_view lease_id;
+};
+absl::Status ParseRelease(absl::Span<const std::string_view> args, ReleaseRequest* out);
 
 // "ERR syntax error", Redis's text for an unexpected token.
 absl::Status SyntaxError();

@@ -1,0 +1,218 @@
+// The Limiter's operations beyond a check: refunds and charges (settle-later costs), releasing a
+// concurrency lease, and rl::Lease itself. Checks, peeks and acquires are in limiter.cc.
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "leases.h"
+#include "limiter_impl.h"
+#include "rl/key_state.h"
+#include "sliding_log.h"
+#include "step.h"
+
+namespace rl {
+
+using internal::AdjustOp;
+using internal::LogBuf;
+using internal::Shard;
+using internal::Slot2;
+using internal::Slot3;
+using internal::SlotLog;
+using internal::State2;
+using internal::State3;
+using internal::TableKind;
+
+absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::string_view key,
+                                               absl::Span<const Limit> limits, int64_t amount,
+                                               AdjustOp op) {
+  absl::StatusOr<Decision> out(absl::in_place);
+  if (absl::Status s = internal::ValidateAdjust(limits, amount, op); !s.ok()) {
+    out = std::move(s);
+    return out;
+  }
+  const size_t n = limits.size();
+  StateKey sk[kMaxLimitsPerCheck];
+  uint64_t keys[kMaxLimitsPerCheck];
+  uint32_t locked[kMaxLimitsPerCheck];
+  for (size_t i = 0; i < n; ++i) {
+    sk[i] = KeyFor(scope, key, limits[i]);
+    keys[i] = sk[i].key;
+    locked[i] = sk[i].shard;
+  }
+  const size_t lock_count = LockShards(locked, n);
+  const int64_t now = clock_->NowMs();
+  bool unstored = false;
+  // Each limit's new state is written (or dropped when it is equivalent to fresh) as soon as it
+  // is computed: a refund or charge always applies, so there is nothing to decide first. Slot
+  // pointers are not kept across MakeRoom, which may erase other states (never this call's).
+  for (size_t i = 0; i < n; ++i) {
+    const Limit& limit = limits[i];
+    const uint64_t k = sk[i].key;
+    Shard& sh = shards_[sk[i].shard];
+    LimitResult& r = out->limits[i];
+    int64_t expiry_ms = now;
+    switch (internal::TableFor(limit.algorithm)) {
+      case TableKind::kTwoWord: {
+        auto it = sh.two.find(k);
+        State2 old;
+        const bool had = it != sh.two.end();
+        if (had) old = State2{expiry_.FromRel(it->rel_a()), it->b};
+        const internal::Step<State2> step =
+            internal::TwoWordAdjust(had ? &old : nullptr, limit, now, amount, op);
+        r = step.result;
+        expiry_ms = step.expiry_ms;
+        const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
+        if (expiry_ms <= now) {
+          if (had) sh.two.erase(it);
+        } else if (had) {
+          it->set_rel_a(expiry_.ToRel(step.state.a));
+          it->b = step.state.b;
+          it->expiry = expiry;
+        } else if (step.changed) {
+          if (MakeRoom(sh, now, 1, keys, n)) {
+            Slot2 slot{k, expiry, 0, 0, step.state.b};
+            slot.set_rel_a(expiry_.ToRel(step.state.a));
+            sh.two.insert(slot);
+          } else {
+            unstored = true;
+          }
+        }
+        break;
+      }
+      case TableKind::kThreeWord: {
+        auto it = sh.three.find(k);
+        State3 old;
+        const bool had = it != sh.three.end();
+        if (had) old = State3{expiry_.FromRel(it->rel_a()), it->b, it->c};
+        const internal::Step<State3> step =
+            internal::SlidingWindowAdjust(had ? &old : nullptr, limit, now, amount, op);
+        r = step.result;
+        expiry_ms = step.expiry_ms;
+        const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
+        if (expiry_ms <= now) {
+          if (had) sh.three.erase(it);
+        } else if (had) {
+          it->set_rel_a(expiry_.ToRel(step.state.a));
+          it->b = step.state.b;
+          it->c = step.state.c;
+          it->expiry = expiry;
+        } else if (step.changed) {
+          if (MakeRoom(sh, now, 1, keys, n)) {
+            Slot3 slot{k, expiry, 0, 0, step.state.b, step.state.c};
+            slot.set_rel_a(expiry_.ToRel(step.state.a));
+            sh.three.insert(slot);
+          } else {
+            unstored = true;
+          }
+        }
+        break;
+      }
+      case TableKind::kLog: {
+        auto it = sh.logs.find(k);
+        const bool had = it != sh.logs.end();
+        LogBuf* log = had ? it->log : nullptr;
+        internal::LogPrune(log, limit.window_ms, now);
+        const bool grows = amount > 0 && op == AdjustOp::kCharge;
+        if (!had && grows && !MakeRoom(sh, now, 1, keys, n)) {
+          unstored = true;
+          LogBuf* scratch = internal::LogAdjust(nullptr, limit, now, amount, op);
+          r = internal::LogEvaluate(scratch, limit, now, 0, &expiry_ms);
+          internal::LogFree(scratch);
+          break;
+        }
+        const size_t before = internal::LogBytes(log);
+        log = internal::LogAdjust(log, limit, now, amount, op);
+        r = internal::LogEvaluate(log, limit, now, 0, &expiry_ms);
+        const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
+        if (expiry_ms <= now) {
+          // Empty: the state is fresh again.
+          if (had) {
+            it->log = log;
+            sh.log_bytes += internal::LogBytes(log) - before;
+            sh.Erase(TableKind::kLog, k);
+          } else {
+            internal::LogFree(log);
+          }
+        } else if (had) {
+          it->log = log;
+          it->expiry = expiry;
+          sh.log_bytes += internal::LogBytes(log) - before;
+        } else {
+          sh.logs.insert(SlotLog{k, expiry, log});
+          sh.log_bytes += internal::LogBytes(log);
+        }
+        break;
+      }
+      case TableKind::kLeases:
+        break;  // refused by ValidateAdjust
+    }
+    // A refund or charge neither starts nor lifts a block, but its answer shows one.
+    if (limit.block_ms > 0) {
+      const int64_t until = sh.BlockedUntil(k, now);
+      if (until > now) internal::ApplyBlock(r, until, now);
+    }
+  }
+  UnlockShards(locked, lock_count);
+  internal::MakeDecision(n, *out);
+  if (unstored) {
+    ++shards_[sk[0].shard].overflows;
+    out->decided_by = DecidedBy::kOverflow;
+  }
+  return out;
+}
+
+absl::StatusOr<bool> Limiter::Impl::Release(std::string_view key, std::string_view lease_id) {
+  absl::StatusOr<internal::LeaseId> id = internal::ParseLeaseId(lease_id, key);
+  if (!id.ok()) return id.status();
+  const StateKey k = LeaseKeyFor(id->scope_id, key);
+  Shard& sh = shards_[k.shard];
+  std::lock_guard<internal::ShardMutex> lock(sh.mu);
+  const int64_t now = clock_->NowMs();
+  auto it = sh.leases.find(k.key);
+  if (it == sh.leases.end()) return false;
+  const size_t before = internal::LeaseBytes(it->leases);
+  const bool held = internal::LeaseRemove(it->leases, id->nonce, now);
+  if (internal::LeaseCount(it->leases) == 0) {
+    sh.Erase(TableKind::kLeases, k.key);
+  } else {
+    sh.lease_bytes += internal::LeaseBytes(it->leases) - before;
+    it->expiry = expiry_.Encode(internal::LeaseExpiry(it->leases, now), internal::kLevelProtected);
+  }
+  return held;
+}
+
+// ---- rl::Lease ----
+
+Lease::~Lease() { Release(); }
+
+Lease::Lease(Lease&& other) noexcept
+    : limiter_(std::exchange(other.limiter_, nullptr)),
+      key_(std::move(other.key_)),
+      id_(std::move(other.id_)),
+      decision_(other.decision_) {}
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    Release();
+    limiter_ = std::exchange(other.limiter_, nullptr);
+    key_ = std::move(other.key_);
+    id_ = std::move(other.id_);
+    decision_ = other.decision_;
+  }
+  return *this;
+}
+
+bool Lease::Release() {
+  Limiter* limiter = std::exchange(limiter_, nullptr);
+  if (limiter == nullptr) return false;
+  absl::StatusOr<bool> held = limiter->Release(key_, id_);
+  return held.ok() && *held;
+}
+
+std::string Lease::Detach() {
+  limiter_ = nullptr;
+  return id_;
+}
+
+}  // namespace rl

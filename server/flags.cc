@@ -1,0 +1,151 @@
+// Command-line flags (Boost.Program_options) over the config file. Numeric flags are read as
+// text and checked against NumericSettings() here, not by program_options: its unsigned parsing
+// wraps "-1" to 2^64-1 and its errors do not say the accepted range.
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <boost/program_options.hpp>
+#include <fmt/core.h>
+
+#include "config.h"
+
+namespace rl::server {
+namespace po = boost::program_options;
+namespace {
+
+constexpr std::string_view kUsage =
+    "Usage: rl-server [options]\n"
+    "A Redis-protocol rate limiter: any Redis client calls RL.CHECK / CL.THROTTLE.\n"
+    "Exit codes: 0 after SIGTERM/SIGINT, 1 when a setting or file is refused or the final\n"
+    "snapshot fails (or a second signal cut the shutdown short), 2 for an unusable command line.\n";
+
+std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+
+absl::StatusOr<bool> ParseYesNo(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (text == "yes" || text == "true" || text == "1") return true;
+  if (text == "no" || text == "false" || text == "0") return false;
+  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
+}
+
+}  // namespace
+
+CommandLine ParseCommandLine(int argc, char** argv) {
+  CommandLine cl;
+  ServerConfig& c = cl.config;
+  const ServerConfig defaults;
+  std::string protected_mode = "yes";
+  std::string overflow = "fail-open";
+  std::map<std::string, std::string> numbers;  // flag name -> text as typed
+  for (const NumericSetting& s : NumericSettings()) {
+    numbers[std::string(s.name)] = FormatNumericSetting(s, s.get(defaults));
+  }
+  po::options_description desc("Options");
+  auto add = desc.add_options();
+  add("help,h", "print this help and exit");
+  add("version,v", "print the version and exit");
+  // In --help order; numeric ones come from NumericSettings().
+  for (std::string_view name :
+       {"port", "bind", "threads", "requirepass", "config", "maxclients", "timeout", "max-keys",
+        "max-memory", "overflow", "client-output-limit", "proto-max-bulk-len", "client-query-buffer-limit",
+        "client-query-buffer-total", "protected-mode", "snapshot", "snapshot-interval",
+        "snapshot-strict", "metrics-port", "quiet"}) {
+    if (const NumericSetting* s = FindNumericSetting(name)) {
+      std::string& text = numbers[std::string(name)];
+      add(std::string(name).c_str(), po::value<std::string>(&text)->default_value(text),
+          std::string(s->help).c_str());
+    } else if (name == "bind") {
+      add("bind", po::value<std::string>(&c.bind)->default_value(c.bind),
+          "address to listen on; a non-loopback address needs --requirepass or --protected-mode "
+          "no");
+    } else if (name == "requirepass") {
+      add("requirepass", po::value<std::string>(&c.requirepass),
+          "password clients must send with AUTH or HELLO ... AUTH");
+    } else if (name == "config") {
+      add("config", po::value<std::string>(&c.config_file),
+          "TOML file with settings and a [policies] table; SIGHUP reloads its policies");
+    } else if (name == "overflow") {
+      add("overflow", po::value<std::string>(&overflow)->default_value("fail-open"),
+          "fail-open|fail-closed: new keys when --max-keys/--max-memory is reached and every "
+          "state is too used to evict safely: allowed uncounted, or denied with a retry-after");
+    } else if (name == "protected-mode") {
+      add("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
+          "yes|no: refuse a non-loopback --bind without --requirepass");
+    } else if (name == "snapshot") {
+      add("snapshot", po::value<std::string>(&c.snapshot_file),
+          "FILE for limiter state and policies: loaded at start, saved periodically and on "
+          "SIGTERM/SIGINT");
+    } else if (name == "snapshot-strict") {
+      add("snapshot-strict", po::bool_switch(&c.snapshot_strict),
+          "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
+          "start empty)");
+    } else if (name == "quiet") {
+      add("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
+    }
+  }
+  for (const NumericSetting& s : NumericSettings()) {  // one left out of the list above
+    std::string name(s.name);
+    if (desc.find_nothrow(name, false) != nullptr) continue;
+    add(name.c_str(), po::value<std::string>(&numbers[name])->default_value(numbers[name]),
+        std::string(s.help).c_str());
+  }
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "rl-server: " << e.what() << "\n" << kUsage << desc;
+    cl.exit_now = true;
+    cl.exit_code = 2;
+    return cl;
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << desc;
+    cl.exit_now = true;
+    return cl;
+  }
+  if (vm.count("version")) {
+    std::cout << "rl-server " << RL_VERSION << "\n";
+    cl.exit_now = true;
+    return cl;
+  }
+  auto fail = [&cl](std::string_view message) {
+    std::cerr << "rl-server: " << message << "\n";
+    cl.exit_now = true;
+    cl.exit_code = 1;
+    return cl;
+  };
+  for (const NumericSetting& s : NumericSettings()) {
+    std::string name(s.name);
+    if (vm[name].defaulted()) continue;  // the file may still set it
+    auto value = ParseNumericSetting(s, numbers[name]);
+    if (!value.ok()) return fail(fmt::format("--{}: {}", name, ToStd(value.status().message())));
+    s.set(c, *value);
+  }
+  auto pm = ParseYesNo(protected_mode);
+  if (!pm.ok()) return fail(fmt::format("--protected-mode: {}", ToStd(pm.status().message())));
+  c.protected_mode = *pm;
+  auto om = ParseOverflowMode(overflow);
+  if (!om.ok()) return fail(fmt::format("--overflow: {}", ToStd(om.status().message())));
+  c.overflow = *om;
+
+  if (!c.config_file.empty()) {
+    // Flags typed on the command line win over the file.
+    std::vector<std::string> keep;
+    for (const auto& [name, value] : vm) {
+      if (!value.defaulted()) keep.push_back(name);
+    }
+    absl::Status st = LoadConfigFile(c.config_file, keep, &c);
+    if (!st.ok()) return fail(ToStd(st.message()));
+  }
+  absl::Status st = CheckConfig(c);
+  if (!st.ok()) return fail(ToStd(st.message()));
+  if (c.threads == 0)
+    c.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cl;
+}
+
+}  // namespace rl::server
