@@ -15,9 +15,10 @@ namespace rl::module {
 // maps; ReplyWithMap itself writes a flat array for RESP2 clients, as resp::Writer does.
 class ModuleSink {
  public:
-  explicit ModuleSink(RedisModuleCtx* ctx)
-      : ctx_(ctx),
-        protocol_((RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3) ? 3 : 2) {}
+  explicit ModuleSink(RedisModuleCtx* ctx) : ModuleSink(ctx, RedisModule_GetContextFlags(ctx)) {}
+  // `ctx_flags`: RedisModule_GetContextFlags(ctx), when the caller has it already.
+  ModuleSink(RedisModuleCtx* ctx, int ctx_flags)
+      : ctx_(ctx), protocol_((ctx_flags & REDISMODULE_CTX_FLAGS_RESP3) ? 3 : 2) {}
 
   int protocol() const { return protocol_; }
   void ArrayHeader(size_t n) { RedisModule_ReplyWithArray(ctx_, static_cast<long>(n)); }

@@ -38,6 +38,7 @@ struct RedisModuleInfoCtx;
 struct RedisModuleCommand;
 struct RedisModuleKeyOptCtx;
 struct RedisModuleDefragCtx;
+struct RedisModuleServerInfoData;
 
 // ---------------------------------------------------------------------------------------------
 // Status and versions.
@@ -335,9 +336,27 @@ static_assert(sizeof(RedisModuleTypeMethods) == 144);
 #endif
 
 // ---------------------------------------------------------------------------------------------
+// Server events. [ref] RedisModule_SubscribeToServerEvent names each event and sub-event; the
+// struct and the ids are redismodule.h 7.0's (which passes RedisModuleEvent by value and spells
+// each event as {id, dataver 1}).
+struct RedisModuleEvent {
+  uint64_t id;       // REDISMODULE_EVENT_*
+  uint64_t dataver;  // version of the struct passed as the callback's data
+};
+inline constexpr RedisModuleEvent RedisModuleEvent_ReplicationRoleChanged = {0, 1};
+inline constexpr RedisModuleEvent RedisModuleEvent_ReplicaChange = {6, 1};
+inline constexpr RedisModuleEvent RedisModuleEvent_CronLoop = {8, 1};  // every serverCron (hz)
+inline constexpr RedisModuleEvent RedisModuleEvent_ForkChild = {13, 1};
+// Sub-events of ForkChild: fired in the parent right after fork() and when the child is gone.
+inline constexpr uint64_t REDISMODULE_SUBEVENT_FORK_CHILD_BORN = 0;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_FORK_CHILD_DIED = 1;
+
+// ---------------------------------------------------------------------------------------------
 // Callback types taken by API functions.
 using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 using RedisModuleInfoFunc = void (*)(RedisModuleInfoCtx* ctx, int for_crash_report);
+using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent eid,
+                                          uint64_t subevent, void* data);
 
 // ---------------------------------------------------------------------------------------------
 // The API functions, one row each: X(return type, name without "RedisModule_", parameters).
@@ -435,7 +454,16 @@ using RedisModuleInfoFunc = void (*)(RedisModuleInfoCtx* ctx, int for_crash_repo
   X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                        \
   X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char* name))                            \
   X(int, InfoAddFieldLongLong, (RedisModuleInfoCtx * ctx, const char* field, long long value))    \
-  X(int, InfoAddFieldCString, (RedisModuleInfoCtx * ctx, const char* field, const char* value))
+  X(int, InfoAddFieldCString, (RedisModuleInfoCtx * ctx, const char* field, const char* value))   \
+  /* The server's own INFO, one section at a time. */                                             \
+  X(RedisModuleServerInfoData*, GetServerInfo, (RedisModuleCtx * ctx, const char* section))       \
+  X(void, FreeServerInfo, (RedisModuleCtx * ctx, RedisModuleServerInfoData * data))               \
+  X(const char*, ServerInfoGetFieldC, (RedisModuleServerInfoData * data, const char* field))      \
+  X(unsigned long long, ServerInfoGetFieldUnsigned,                                               \
+    (RedisModuleServerInfoData * data, const char* field, int* out_err))                          \
+  /* Server hooks. */                                                                             \
+  X(int, SubscribeToServerEvent,                                                                  \
+    (RedisModuleCtx * ctx, RedisModuleEvent event, RedisModuleEventCallback callback))
 
 // The function pointers, named as in the reference (RedisModule_<name>), null until Init.
 #define RL_REDISMODULE_DECLARE_POINTER(ret, name, params) \

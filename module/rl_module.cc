@@ -10,6 +10,7 @@
 #include "command_info.h"
 #include "glue.h"
 #include "policies.h"
+#include "propagation.h"
 #include "redis_module_api.h"
 #include "rl/ascii.h"
 #include "rl/command/commands.h"
@@ -46,7 +47,9 @@ struct Counters {
 // The command layer's Engine over one Redis key: the state of key args[1].
 class KeyEngine {
  public:
-  KeyEngine(RedisModuleCtx* ctx, RedisModuleString* key) : ctx_(ctx), key_(key) {}
+  // `ctx_flags`: RedisModule_GetContextFlags(ctx).
+  KeyEngine(RedisModuleCtx* ctx, RedisModuleString* key, int ctx_flags)
+      : ctx_(ctx), key_(key), ctx_flags_(ctx_flags) {}
 
   absl::StatusOr<Decision> Check(const Request& r) {
     return Consume(r.scope, r.limits, r.cost, r.shadow);
@@ -61,7 +64,7 @@ class KeyEngine {
     if (!key.status().ok()) return key.status();
     const size_t removed = key.state().Reset(r.scope, r.limits);
     if (removed > 0) {
-      key.Commit(Clock().NowMs());
+      key.Commit(Clock().NowMs(), MustPropagate(ctx_flags_));
       ++g_counters.writes;
     }
     return static_cast<int64_t>(removed);
@@ -103,9 +106,9 @@ class KeyEngine {
 
  private:
   // After a change to the key's state: store, expire and replicate it (see StateKey::Commit).
-  static void Written(StateKey& key, bool changed, int64_t now) {
+  void Written(StateKey& key, bool changed, int64_t now) {
     if (!changed) return;
-    key.Commit(now);
+    key.Commit(now, MustPropagate(ctx_flags_));
     ++g_counters.writes;
   }
   static void Count(const Decision& d, bool shadow) {
@@ -146,64 +149,78 @@ class KeyEngine {
 
   RedisModuleCtx* ctx_;
   RedisModuleString* key_;
+  int ctx_flags_;
 };
 
-command::PolicyLookup Lookup() {
-  return [](std::string_view name) { return Policies().Get(name); };
+// Built once: the command layer takes it by reference on every call.
+const command::PolicyLookup& Lookup() {
+  static const command::PolicyLookup lookup = [](std::string_view name) {
+    return Policies().Get(name);
+  };
+  return lookup;
+}
+
+// RL.CHECK, RL.PEEK: one read of the context flags serves the reply protocol and replication.
+int CheckOrPeek(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, Verb verb) {
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
+  command::RunCheck(engine, w, verb, Views(argv, argc), Lookup());
+  return REDISMODULE_OK;
 }
 
 int Check(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
-  command::RunCheck(engine, w, Verb::kCheck, Views(argv, argc), Lookup());
-  return REDISMODULE_OK;
+  return CheckOrPeek(ctx, argv, argc, Verb::kCheck);
 }
 
 int Peek(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
-  command::RunCheck(engine, w, Verb::kPeek, Views(argv, argc), Lookup());
-  return REDISMODULE_OK;
+  return CheckOrPeek(ctx, argv, argc, Verb::kPeek);
 }
 
 int Reset(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
   command::RunReset(engine, w, Views(argv, argc), Lookup());
   return REDISMODULE_OK;
 }
 
 int Refund(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
   command::RunAdjust(engine, w, Verb::kRefund, Views(argv, argc), Lookup());
   return REDISMODULE_OK;
 }
 
 int Charge(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
   command::RunAdjust(engine, w, Verb::kCharge, Views(argv, argc), Lookup());
   return REDISMODULE_OK;
 }
 
 int Acquire(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
   command::RunAcquire(engine, w, Views(argv, argc), Lookup());
   return REDISMODULE_OK;
 }
 
 int Release(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
   command::RunRelease(engine, w, Views(argv, argc));
   return REDISMODULE_OK;
 }
 
 int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
-  KeyEngine engine(ctx, argv[1]);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  ModuleSink w(ctx, flags);
+  KeyEngine engine(ctx, argv[1], flags);
   command::RunThrottle(engine, w, Views(argv, argc));
   return REDISMODULE_OK;
 }
@@ -337,6 +354,8 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldLongLong(ctx, "policies",
                                    static_cast<long long>(Policies().List().size()));
   RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));
+  // 1 while state changes are replicated for replicas or a backlog (the AOF adds to it).
+  RedisModule_InfoAddFieldLongLong(ctx, "downstream", DownstreamActive() ? 1 : 0);
 }
 
 }  // namespace
@@ -383,7 +402,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   // invalidates), even when a denied check changed nothing; StateKey signals real changes only.
   RedisModule_SetModuleOptions(
       ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS | REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
-  if (!RegisterStateType(ctx) || !RegisterCommands(ctx)) {
+  if (!RegisterStateType(ctx) || !RegisterCommands(ctx) || !WatchDownstream(ctx)) {
     RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot register type or commands");
     return REDISMODULE_ERR;
   }

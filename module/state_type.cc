@@ -2,7 +2,6 @@
 #include "state_type.h"
 
 #include <atomic>
-#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,20 +21,41 @@ constexpr int kEncodingVersion = 1;
 RedisModuleType* g_type = nullptr;
 std::atomic<uint64_t> g_rejected_loads{0};
 
-// Values live in Redis's allocator, so INFO memory and maxmemory count them.
-KeyState* NewState(KeyState&& from) {
-  void* p = RedisModule_Alloc(sizeof(KeyState));
-  return new (p) KeyState(std::move(from));
+// A key's value is its state's block (KeyState::ReleaseBlock), allocated by the state in Redis's
+// allocator (rl::SetStateAllocator in OnLoad), so INFO memory and maxmemory count it. An empty
+// state has no block; as a value (only a loaded or restored empty encoding makes one: commands
+// delete a key whose states are gone) it is this marker, since rdb_load's null means failure.
+char g_empty_marker;
+
+void* ToValue(KeyState&& state) {
+  void* block = state.ReleaseBlock();
+  return block != nullptr ? block : &g_empty_marker;
 }
+void* BlockOf(const void* value) {
+  return value == &g_empty_marker ? nullptr : const_cast<void*>(value);
+}
+
+// A stored value seen as a KeyState for the duration of a call: never freed here.
+class Borrowed {
+ public:
+  explicit Borrowed(const void* value) : state_(KeyState::AdoptBlock(BlockOf(value))) {}
+  ~Borrowed() { state_.ReleaseBlock(); }
+  Borrowed(const Borrowed&) = delete;
+  Borrowed& operator=(const Borrowed&) = delete;
+  const KeyState& operator*() const { return state_; }
+  const KeyState* operator->() const { return &state_; }
+
+ private:
+  KeyState state_;
+};
+
 void FreeState(void* value) {
-  if (value == nullptr) return;
-  static_cast<KeyState*>(value)->~KeyState();
-  RedisModule_Free(value);
+  KeyState owned = KeyState::AdoptBlock(BlockOf(value));  // frees the block and its logs
 }
 
 std::string Encoded(const void* value) {
   std::string out;
-  static_cast<const KeyState*>(value)->Encode(&out);
+  Borrowed(value)->Encode(&out);
   return out;
 }
 
@@ -62,7 +82,7 @@ void* RdbLoad(RedisModuleIO* rdb, int encver) {
     ++g_rejected_loads;
     return nullptr;
   }
-  return NewState(*std::move(state));
+  return ToValue(*std::move(state));
 }
 
 void RdbSave(RedisModuleIO* rdb, void* value) {
@@ -75,9 +95,9 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   RedisModule_EmitAOF(aof, "RL.SETSTATE", "sb", key, bytes.data(), bytes.size());
 }
 
-size_t MemUsage(const void* value) {
-  return sizeof(KeyState) + static_cast<const KeyState*>(value)->MemoryBytes();
-}
+// The block and the logs: all the memory the value holds (the key's value pointer itself lives
+// in Redis's moduleValue).
+size_t MemUsage(const void* value) { return Borrowed(value)->MemoryBytes(); }
 
 void Digest(RedisModuleDigest* digest, void* value) {
   const std::string bytes = Encoded(value);
@@ -87,15 +107,15 @@ void Digest(RedisModuleDigest* digest, void* value) {
 
 void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   absl::StatusOr<KeyState> copy = KeyState::Decode(Encoded(value));
-  return copy.ok() ? NewState(*std::move(copy)) : nullptr;
+  return copy.ok() ? ToValue(*std::move(copy)) : nullptr;
 }
 
-size_t FreeEffort(RedisModuleString*, const void* value) {
-  return static_cast<const KeyState*>(value)->size();
-}
+size_t FreeEffort(RedisModuleString*, const void* value) { return Borrowed(value)->size(); }
 
 void ReplicateState(RedisModuleCtx* ctx, RedisModuleString* name, const KeyState& state) {
-  std::string bytes;
+  // One buffer for the module's life (commands run one at a time): no allocation per write.
+  static std::string bytes;
+  bytes.clear();
   state.Encode(&bytes);
   RedisModule_Replicate(ctx, "RL.SETSTATE", "sb", name, bytes.data(), bytes.size());
 }
@@ -141,33 +161,68 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
     status_ = WrongType();
     return;
   }
-  stored_ = static_cast<KeyState*>(RedisModule_ModuleTypeGetValue(key_));
+  stored_ = true;
+  value_ = RedisModule_ModuleTypeGetValue(key_);
+  state_ = KeyState::AdoptBlock(BlockOf(value_));
 }
 
 StateKey::~StateKey() {
+  if (stored_) {
+    // A change without Commit (an error after Check pruned) may still have moved the block.
+    Sync();
+    state_.ReleaseBlock();  // the key owns it
+  }
   if (key_ != nullptr) RedisModule_CloseKey(key_);
 }
 
-void StateKey::Commit(int64_t now_ms) {
-  KeyState& s = state();
-  if (s.empty() || s.ExpiryMs() <= now_ms) {
-    if (stored_ != nullptr) {
-      RedisModule_DeleteKey(key_);  // frees the value
-      stored_ = nullptr;
-      RedisModule_SignalModifiedKey(ctx_, name_);
-      RedisModule_Replicate(ctx_, "DEL", "s", name_);
-    }
-    return;
+void StateKey::Sync() {
+  if (state_.block() == BlockOf(value_)) return;
+  void* value = state_.block() != nullptr ? const_cast<void*>(state_.block()) : &g_empty_marker;
+  // The old block is already gone (moved or freed by the state): only the pointer changes.
+  RedisModule_ModuleTypeReplaceValue(key_, g_type, value, nullptr);
+  value_ = value;
+}
+
+// Every change goes through RedisModule_Replicate or _ReplicateVerbatim: besides propagating,
+// they are what counts it in server.dirty (rdb_changes_since_last_save, what `save` points
+// trigger on). With nothing downstream (MustPropagate false) there is no effect to build: the
+// verbatim call only counts the change, and Redis drops its propagation unseen, as it drops
+// every command's when no AOF, replica or backlog exists (server.c shouldPropagate).
+template <class Replicate>
+void StateKey::Propagate(bool replicate, Replicate&& effect) {
+  if (replicate) {
+    effect();
+  } else {
+    RedisModule_ReplicateVerbatim(ctx_);
   }
-  if (stored_ == nullptr) {
-    stored_ = NewState(std::move(fresh_));
-    RedisModule_ModuleTypeSetValue(key_, g_type, stored_);
+}
+
+void StateKey::Commit(int64_t now_ms, bool replicate) {
+  const int64_t expiry_ms = state_.ExpiryMs();  // INT64_MIN when empty
+  if (expiry_ms <= now_ms) {
+    if (stored_) {
+      Sync();
+      RedisModule_DeleteKey(key_);  // frees the value (the current block)
+      state_.ReleaseBlock();
+      stored_ = false;
+      RedisModule_SignalModifiedKey(ctx_, name_);
+      Propagate(replicate, [&] { RedisModule_Replicate(ctx_, "DEL", "s", name_); });
+    }
+    return;  // a state never stored is freed with this StateKey
+  }
+  if (!stored_) {
+    void* value = const_cast<void*>(state_.block());
+    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) return;
+    stored_ = true;
+    value_ = value;
+  } else {
+    Sync();
   }
   // Relative to this node's clock: the key expires when its states are fresh, whatever the
   // offset between the anchored clock and the server's wall clock.
-  RedisModule_SetExpire(key_, TtlMs(stored_->ExpiryMs(), now_ms));
+  RedisModule_SetExpire(key_, TtlMs(expiry_ms, now_ms));
   RedisModule_SignalModifiedKey(ctx_, name_);
-  ReplicateState(ctx_, name_, *stored_);
+  Propagate(replicate, [&] { ReplicateState(ctx_, name_, state_); });
 }
 
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
@@ -193,7 +248,7 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (type != REDISMODULE_KEYTYPE_EMPTY) RedisModule_DeleteKey(key);
   } else {
     const int64_t expiry = decoded->ExpiryMs();
-    RedisModule_ModuleTypeSetValue(key, g_type, NewState(*std::move(decoded)));
+    RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded)));
     RedisModule_SetExpire(key, TtlMs(expiry, now));
   }
   RedisModule_CloseKey(key);

@@ -1,10 +1,12 @@
-// rl.so's native Redis type "ratelimit": the value of one Redis key is an rl::KeyState holding
-// every limit state under that user key. This file registers the type (RDB, AOF rewrite, DUMP/
-// RESTORE/MIGRATE, COPY, MEMORY USAGE, DEBUG DIGEST) and opens keys for the commands.
+// rl.so's native Redis type "ratelimit": the value of one Redis key is the block of an
+// rl::KeyState (KeyState::ReleaseBlock) holding every limit state under that user key. This file
+// registers the type (RDB, AOF rewrite, DUMP/RESTORE/MIGRATE, COPY, MEMORY USAGE, DEBUG DIGEST)
+// and opens keys for the commands.
 //
 // Replication never carries RL.CHECK as sent (a replica's clock would decide differently): a
 // command that changes a state replicates `RL.SETSTATE key <encoded state>` (or DEL when nothing
-// is left), so replicas and the AOF hold exactly the master's state. The key's expiry is always
+// is left), so replicas and the AOF hold exactly the master's state; when nothing downstream
+// could receive it (propagation.h), the write skips building it. The key's expiry is always
 // the moment its states become equivalent to fresh.
 #pragma once
 
@@ -19,7 +21,9 @@ namespace rl::module {
 // Registers the type (and the policies' aux data, see policies.h). Call once from OnLoad.
 bool RegisterStateType(RedisModuleCtx* ctx);
 
-// One Redis key opened for a command.
+// One Redis key opened for a command. The key's value is the state's block itself (see
+// KeyState::ReleaseBlock): state() adopts it, and the value follows whenever a change moves the
+// block (Commit, or the destructor after any other change).
 class StateKey {
  public:
   // `mode` is REDISMODULE_READ or REDISMODULE_READ | REDISMODULE_WRITE.
@@ -31,21 +35,30 @@ class StateKey {
   // FailedPrecondition("WRONGTYPE ...") when the key holds another type.
   const absl::Status& status() const { return status_; }
   // The key's state; an empty one (not yet stored) when the key does not exist.
-  KeyState& state() { return stored_ != nullptr ? *stored_ : fresh_; }
-  const KeyState& state() const { return stored_ != nullptr ? *stored_ : fresh_; }
+  KeyState& state() { return state_; }
+  const KeyState& state() const { return state_; }
 
-  // After a change to state(): stores it (a new key), sets the expiry, and replicates
-  // RL.SETSTATE; when no state is left (or all are fresh at `now_ms`), deletes the key and
-  // replicates DEL.
-  void Commit(int64_t now_ms);
+  // After a change to state(): stores it (a new key), sets the expiry and, when `replicate`
+  // (MustPropagate: something downstream), replicates RL.SETSTATE; when no state is left (or
+  // all are fresh at `now_ms`), deletes the key and replicates DEL. Either way the change counts
+  // as a write (server.dirty).
+  void Commit(int64_t now_ms, bool replicate);
 
  private:
+  // Points the key's value at the state's block if a change moved it.
+  void Sync();
+  // Runs `effect` (which replicates the change) when `replicate`; otherwise only counts the
+  // change as a write.
+  template <class Replicate>
+  void Propagate(bool replicate, Replicate&& effect);
+
   RedisModuleCtx* ctx_;
   RedisModuleString* name_;
   RedisModuleKey* key_ = nullptr;
   absl::Status status_;
-  KeyState* stored_ = nullptr;
-  KeyState fresh_;
+  bool stored_ = false;          // the key holds our type; its value is `value_`
+  const void* value_ = nullptr;  // the block the key's value points at
+  KeyState state_;               // adopts the stored block (never frees it), or a fresh state
 };
 
 // RL.SETSTATE key encoded-state: what replicas and the AOF receive. Validates the encoding

@@ -17,6 +17,8 @@
 //   PROBE.CTX                GetContextFlags
 //   PROBE.CLIENTID           GetClientId
 //   PROBE.TIME               [Milliseconds, MonotonicMicroseconds]
+//   PROBE.REPLINFO           [role, connected_slaves, repl_backlog_active] via GetServerInfo
+// Server events (cron ticks, forks born, replica and role changes) are counted in INFO probe.
 #include <strings.h>
 
 #include <atomic>
@@ -43,6 +45,8 @@ struct Counters {
       unlink2{0}, copy{0}, copy2{0}, load_refused{0};
   // PROBE.SET calls run with these context flags: sent by the master, or replayed from the AOF.
   std::atomic<long long> set_replicated{0}, set_loading{0};
+  // Server events received (SubscribeToServerEvent).
+  std::atomic<long long> cron_ticks{0}, forks_born{0}, replica_changes{0}, role_changes{0};
 } g_calls;
 
 struct ProbeValue {
@@ -399,6 +403,33 @@ int TimeCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return REDISMODULE_OK;
 }
 
+int ReplInfoCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  RedisModuleServerInfoData* info = RedisModule_GetServerInfo(ctx, "replication");
+  if (info == nullptr) return RedisModule_ReplyWithError(ctx, "ERR no INFO replication");
+  int err_replicas = 0, err_backlog = 0;
+  const char* role = RedisModule_ServerInfoGetFieldC(info, "role");
+  const unsigned long long replicas =
+      RedisModule_ServerInfoGetFieldUnsigned(info, "connected_slaves", &err_replicas);
+  const unsigned long long backlog =
+      RedisModule_ServerInfoGetFieldUnsigned(info, "repl_backlog_active", &err_backlog);
+  RedisModule_ReplyWithArray(ctx, 3);
+  RedisModule_ReplyWithCString(ctx, role != nullptr ? role : "");
+  RedisModule_ReplyWithLongLong(ctx, err_replicas ? -1 : static_cast<long long>(replicas));
+  RedisModule_ReplyWithLongLong(ctx, err_backlog ? -1 : static_cast<long long>(backlog));
+  RedisModule_FreeServerInfo(ctx, info);
+  return REDISMODULE_OK;
+}
+
+void OnServerEvent(RedisModuleCtx*, RedisModuleEvent event, uint64_t subevent, void*) {
+  if (event.id == RedisModuleEvent_CronLoop.id) ++g_calls.cron_ticks;
+  if (event.id == RedisModuleEvent_ForkChild.id &&
+      subevent == REDISMODULE_SUBEVENT_FORK_CHILD_BORN) {
+    ++g_calls.forks_born;
+  }
+  if (event.id == RedisModuleEvent_ReplicaChange.id) ++g_calls.replica_changes;
+  if (event.id == RedisModuleEvent_ReplicationRoleChanged.id) ++g_calls.role_changes;
+}
+
 void InfoFunc(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddSection(ctx, "stats");
   const struct {
@@ -423,6 +454,10 @@ void InfoFunc(RedisModuleInfoCtx* ctx, int) {
       {"load_refused", g_calls.load_refused},
       {"set_replicated", g_calls.set_replicated},
       {"set_loading", g_calls.set_loading},
+      {"cron_ticks", g_calls.cron_ticks},
+      {"forks_born", g_calls.forks_born},
+      {"replica_changes", g_calls.replica_changes},
+      {"role_changes", g_calls.role_changes},
   };
   for (const auto& field : fields) RedisModule_InfoAddFieldLongLong(ctx, field.name, field.count);
   RedisModule_InfoAddFieldLongLong(ctx, "server_version", RedisModule_GetServerVersion());
@@ -525,6 +560,7 @@ const CommandRow kCommands[] = {
     {"probe.ctx", CtxCommand, "fast", 0, 0, 0, nullptr},
     {"probe.clientid", ClientIdCommand, "fast", 0, 0, 0, nullptr},
     {"probe.time", TimeCommand, "fast", 0, 0, 0, nullptr},
+    {"probe.replinfo", ReplInfoCommand, "", 0, 0, 0, nullptr},
 };
 
 }  // namespace
@@ -590,6 +626,13 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     return REDISMODULE_ERR;
   }
   if (RedisModule_RegisterInfoFunc(ctx, InfoFunc) != REDISMODULE_OK) return REDISMODULE_ERR;
+  for (const RedisModuleEvent& event :
+       {RedisModuleEvent_CronLoop, RedisModuleEvent_ForkChild, RedisModuleEvent_ReplicaChange,
+        RedisModuleEvent_ReplicationRoleChanged}) {
+    if (RedisModule_SubscribeToServerEvent(ctx, event, OnServerEvent) != REDISMODULE_OK) {
+      return REDISMODULE_ERR;
+    }
+  }
 
   RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
                   "probe: loaded (%d arguments), server 0x%06x, type method version %d", argc,

@@ -25,10 +25,27 @@ TEST(ReplicationTest, ReplicaHoldsTheMastersStateAndExpiry) {
   ASSERT_TRUE(master.Start());
   ASSERT_TRUE(replica.Start());
 
-  // Before the link: reaches the replica through the full sync's RDB.
+  // Before the link: reaches the replica through the full sync's RDB. GetServerInfo reads the
+  // server's own INFO, and the cron hook ticks (SubscribeToServerEvent).
   ASSERT_EQ(master.Call({"PROBE.SET", "early", "e", "PX", "600000"}).str, "OK");
   ASSERT_EQ(master.Call({"PROBE.CONF", "SET", "synced"}).str, "OK");
+  Reply alone = master.Call({"PROBE.REPLINFO"});
+  ASSERT_EQ(alone.elements.size(), 3u);
+  EXPECT_EQ(alone.elements[0].str, "master");
+  EXPECT_EQ(alone.elements[1].integer, 0);
+  EXPECT_EQ(alone.elements[2].integer, 0);
+  EXPECT_TRUE(WaitUntil([&] { return ProbeStat(master, "cron_ticks") > 0; }, seconds(10)));
+  const long long forks = ProbeStat(master, "forks_born");
   ASSERT_TRUE(StartReplication(master, replica));
+  // The full sync forked on the master; the replica's role and the master's replicas changed.
+  EXPECT_GT(ProbeStat(master, "forks_born"), forks);
+  EXPECT_GE(ProbeStat(master, "replica_changes"), 1);
+  EXPECT_GE(ProbeStat(replica, "role_changes"), 1);
+  Reply linked = master.Call({"PROBE.REPLINFO"});
+  ASSERT_EQ(linked.elements.size(), 3u);
+  EXPECT_EQ(linked.elements[1].integer, 1);
+  EXPECT_EQ(linked.elements[2].integer, 1);
+  EXPECT_EQ(replica.Call({"PROBE.REPLINFO"}).elements.at(0).str, "slave");
   EXPECT_EQ(replica.Call({"PROBE.GET", "early"}).str, "e");
   EXPECT_EQ(replica.Call({"PROBE.CONF", "GET"}).str, "synced");
   EXPECT_EQ(ProbeStat(replica, "rdb_load"), 1);

@@ -154,6 +154,95 @@ TEST_F(RlPersistenceTest, AofAlwaysKeepsCountsAcrossKillNineAndRewrite) {
   ExpectSame(rewritten, server, "after rewrite and kill -9");
 }
 
+// The AOF switched on at runtime on a master with nothing downstream (so no effects were being
+// built): from then on the AOF receives every effect, read from the context flags per call.
+TEST_F(RlPersistenceTest, AofSwitchedOnAtRuntimeGetsEveryEffect) {
+  RedisServer server(Options());
+  ASSERT_TRUE(server.Start());
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(server, "downstream") == 0; }, seconds(10)));
+  server.Call({"RL.CHECK", "before", "TOKEN_BUCKET", "5", "1h"});
+  // (always: written before the reply, so the file read below has every effect)
+  ASSERT_EQ(server.Call({"CONFIG", "SET", "appendfsync", "always"}).str, "OK");
+  ASSERT_EQ(server.Call({"CONFIG", "SET", "appendonly", "yes"}).str, "OK");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return server.InfoField("persistence", "aof_enabled") == "1" &&
+               server.InfoField("persistence", "aof_rewrite_in_progress") == "0" &&
+               server.InfoField("persistence", "aof_rewrite_scheduled") == "0";
+      },
+      seconds(30)));
+  // The rewrite's fork counted as "maybe downstream" until the next cron tick.
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(server, "downstream") == 0; }, seconds(10)));
+  EXPECT_EQ(server.Call({"RL.CHECK", "after", "GCRA", "5", "1h"}).Ints()[0], 1);
+  EXPECT_EQ(server.Call({"RL.RESET", "before", "TOKEN_BUCKET", "5", "1h"}).integer, 1);
+  const std::string aof = ReadAofFiles(server.dir());
+  EXPECT_NE(aof.find("RL.SETSTATE\r\n$5\r\nafter"), std::string::npos);
+  EXPECT_NE(aof.find("DEL\r\n$6\r\nbefore"), std::string::npos);
+  EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
+  EXPECT_EQ(aof.find("RL.RESET"), std::string::npos);
+}
+
+// Plain checks, a transaction, a script and a reset (DEL) over keys k:0..k:kKeys-1, `n` moving
+// from call to call.
+constexpr int kKeys = 400;
+void Mix(RedisServer& server, int n) {
+  const std::string a = "k:" + std::to_string(n % kKeys),
+                    b = "k:" + std::to_string((n * 7) % kKeys);
+  server.Call({"RL.CHECK", a, "SLIDING_WINDOW", "50", "1h"});
+  auto tx = server.Connect();
+  ASSERT_EQ(tx->Call({"MULTI"}).str, "OK");
+  tx->Call({"RL.CHECK", a, "GCRA", "50", "1h"});
+  tx->Call({"RL.CHECK", b, "SLIDING_LOG", "50", "1h"});
+  ASSERT_EQ(tx->Call({"EXEC"}).elements.size(), 2u);
+  const Reply script =
+      server.Call({"EVAL",
+                   "redis.call('RL.CHECK', KEYS[1], 'LEAKY_BUCKET', '50', '1h'); "
+                   "return redis.call('RL.CHECK', KEYS[2], 'FIXED_WINDOW', '50', '1h')",
+                   "2", b, a});
+  ASSERT_EQ(script.type, '*') << Show(script);
+  if (n % 5 == 0) server.Call({"RL.RESET", b});
+}
+
+// The AOF switched on at runtime on a master with nothing downstream (the cron hook cleared
+// rl_downstream again right after the rewrite's fork): the writes made while the rewrite runs
+// (each key's save is delayed, so it lasts a while), in MULTI/EXEC and in scripts too, and those
+// after it, all reach the AOF: reloading it gives the same data.
+TEST_F(RlPersistenceTest, AofSwitchedOnAtRuntimeKeepsWritesDuringTheRewrite) {
+  RedisServer server(Options().With("rdb-key-save-delay 2000"));  // 2 ms per key in the rewrite
+  ASSERT_TRUE(server.Start());
+  for (int i = 0; i < kKeys; ++i) {
+    server.Call({"RL.CHECK", "k:" + std::to_string(i), "TOKEN_BUCKET", "50", "1h"});
+  }
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(server, "downstream") == 0; }, seconds(10)));
+  ASSERT_EQ(server.Call({"CONFIG", "SET", "appendfsync", "always"}).str, "OK");
+  ASSERT_EQ(server.Call({"CONFIG", "SET", "appendonly", "yes"}).str, "OK");
+  int n = 0, during = 0, during_without_downstream = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const bool rewriting = server.InfoField("persistence", "aof_rewrite_in_progress") == "1";
+        if (rewriting) {
+          ++during;
+          if (RlStat(server, "downstream") == 0) ++during_without_downstream;
+        }
+        Mix(server, n++);
+        return !rewriting && server.InfoField("persistence", "aof_enabled") == "1" &&
+               server.InfoField("persistence", "aof_rewrite_scheduled") == "0";
+      },
+      seconds(60), std::chrono::milliseconds(10)));
+  EXPECT_GT(during, 0) << "no write while the rewrite ran";
+  EXPECT_GT(during_without_downstream, 0) << "the cron hook never cleared rl_downstream";
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(server, "downstream") == 0; }, seconds(10)));
+  for (int i = 0; i < 20; ++i) Mix(server, n++);
+
+  const std::string digest = server.Call({"DEBUG", "DIGEST"}).str;
+  const long long keys = server.Call({"DBSIZE"}).integer;
+  const std::string aof = ReadAofFiles(server.dir());
+  EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
+  ASSERT_EQ(server.Call({"DEBUG", "LOADAOF"}).str, "OK");  // empties the data, reads the AOF
+  EXPECT_EQ(server.Call({"DEBUG", "DIGEST"}).str, digest);
+  EXPECT_EQ(server.Call({"DBSIZE"}).integer, keys);
+}
+
 // aof-use-rdb-preamble no: the rewritten base is commands (RL.SETSTATE per key, from the type's
 // aof_rewrite). States survive; runtime policies do not (Redis 7.0 gives modules no way to put
 // anything but keys into such a base; README documents it). A POLICIES file always works.

@@ -3,11 +3,13 @@
 // DEBUG DIGEST, same expiry; also for checks inside MULTI/EXEC and scripts), the replica refuses
 // writes but serves RL.PEEK, a call that changes nothing replicates nothing (master_repl_offset
 // unchanged), expiry reaches the replica, and a promoted replica continues the counts (a key at its
-// limit stays denied).
+// limit stays denied). A master with nothing downstream builds no effects (propagation.h), and a
+// replica that attaches later, or comes back through the backlog, still misses nothing.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redis_harness.h"
@@ -17,6 +19,7 @@ namespace rl::test {
 namespace {
 
 using Cmd = std::vector<std::string>;
+using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // The master pings its replicas through the replication stream (moving master_repl_offset)
@@ -188,6 +191,138 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
   EXPECT_EQ(replica.Call({"RL.CHECK", "fw", "FIXED_WINDOW", "5", "1h", "COST", "2"}).Ints()[0], 0);
   EXPECT_EQ(replica.Call({"RL.CHECK", "log", "SLIDING_LOG", "5", "1h"}).Ints()[2], 0);  // 4 + 1
   EXPECT_EQ(replica.Call({"RL.CHECK", "pol", "POLICY", "live"}).Ints()[0], 0);
+}
+
+// Writes of every algorithm on keys w:0..w:5, plain, in MULTI/EXEC and in a script; `round`
+// tells the rounds' new keys apart.
+void WriteRound(RedisServer& master, int round) {
+  static const char* const kLimits[][3] = {
+      {"TOKEN_BUCKET", "50", "1h"},   {"GCRA", "50", "1h"},         {"SLIDING_LOG", "50", "1h"},
+      {"SLIDING_WINDOW", "50", "1h"}, {"FIXED_WINDOW", "50", "1h"}, {"LEAKY_BUCKET", "50", "1h"}};
+  for (int i = 0; i < 6; ++i) {
+    const Reply r = master.Call(
+        {"RL.CHECK", "w:" + std::to_string(i), kLimits[i][0], kLimits[i][1], kLimits[i][2]});
+    ASSERT_EQ(r.type, '*') << Show(r);
+  }
+  master.Call({"RL.CHECK", "r:" + std::to_string(round), "GCRA", "5", "1h"});
+  // A transaction and a script: their effects travel wrapped in MULTI/EXEC.
+  auto tx = master.Connect();
+  ASSERT_EQ(tx->Call({"MULTI"}).str, "OK");
+  tx->Call({"RL.CHECK", "w:0", "TOKEN_BUCKET", "50", "1h"});
+  tx->Call({"RL.CHECK", "m:" + std::to_string(round), "SLIDING_LOG", "5", "1h"});
+  const Reply exec = tx->Call({"EXEC"});
+  ASSERT_EQ(exec.elements.size(), 2u) << Show(exec);
+  const Reply script =
+      master.Call({"EVAL",
+                   "redis.call('RL.CHECK', KEYS[1], 'GCRA', '50', '1h'); "
+                   "return redis.call('RL.CHECK', KEYS[2], 'FIXED_WINDOW', '5', '1h')",
+                   "2", "w:1", "s:" + std::to_string(round)});
+  ASSERT_EQ(script.type, '*') << Show(script);
+}
+
+::testing::AssertionResult SameData(RedisServer& master, RedisServer& replica) {
+  const std::string m = master.Call({"DEBUG", "DIGEST"}).str;
+  const std::string r = replica.Call({"DEBUG", "DIGEST"}).str;
+  const long long mk = master.Call({"DBSIZE"}).integer, rk = replica.Call({"DBSIZE"}).integer;
+  if (m == r && mk == rk) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "digest " << m << " vs " << r << ", keys " << mk << " vs " << rk;
+}
+
+// Alone, the master stops building effects (INFO rl_downstream 0). A replica attaching later
+// gets what was written meanwhile from the full sync's snapshot and every later effect from the
+// stream, also for writes between its SYNC (which creates the backlog) and the fork that starts
+// its stream (diskless sync, delayed a second). When it drops off and comes back through the
+// backlog (a partial resync), the writes in between reach it: the backlog kept the master
+// building effects while no replica was connected. Every phase writes in MULTI/EXEC and scripts
+// too.
+TEST(RlReplicationTest, NothingDownstreamThenAReplicaMissesNothing) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(Options().With("repl-diskless-sync yes").With("repl-diskless-sync-delay 1"));
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(master, "downstream") == 0; }, seconds(10)));
+  int round = 0;
+  for (; round < 3; ++round) WriteRound(master, round);
+
+  // Attach, writing all along until the replica is online.
+  ASSERT_EQ(replica.Call({"REPLICAOF", "127.0.0.1", std::to_string(master.port())}).type, '+');
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        WriteRound(master, round++);
+        return replica.InfoField("replication", "master_link_status") == "up" &&
+               master.InfoField("replication", "slave0").find("state=online") != std::string::npos;
+      },
+      seconds(20), milliseconds(20)));
+  for (int i = 0; i < 3; ++i) WriteRound(master, round++);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica)) << "after the full sync";
+  EXPECT_EQ(RlStat(master, "downstream"), 1);
+
+  // The replica drops off (the master closes its link while the replica sleeps, so it cannot
+  // come back at once); the master, with its backlog, keeps building effects.
+  const long long partial_before = std::stoll(master.InfoField("stats", "sync_partial_ok"));
+  std::thread sleeper([&] { replica.Connect(10000)->Call({"DEBUG", "SLEEP", "2"}); });
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(master.Call({"CLIENT", "KILL", "TYPE", "replica"}).integer, 1);
+  WriteRound(master, round++);
+  std::this_thread::sleep_for(milliseconds(500));  // a few cron ticks
+  EXPECT_EQ(master.InfoField("replication", "connected_slaves"), "0");
+  EXPECT_EQ(RlStat(master, "downstream"), 1) << "the backlog still needs the effects";
+  WriteRound(master, round++);
+  sleeper.join();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return std::stoll(master.InfoField("stats", "sync_partial_ok")) > partial_before &&
+               replica.InfoField("replication", "master_link_status") == "up";
+      },
+      seconds(20)));
+  WriteRound(master, round++);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica)) << "after the partial resync";
+}
+
+// Redis keeps the backlog after the last replica leaves, for repl-backlog-ttl: the master keeps
+// building effects as long as the backlog exists, stops once it is freed, and a replica attaching
+// after that (a full sync) still gets every state.
+TEST(RlReplicationTest, EffectsLastAsLongAsTheBacklog) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(Options().With("repl-backlog-ttl 2"));
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  int round = 0;
+  WriteRound(master, round++);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica));
+
+  // The replica leaves for good; the backlog stays for the ttl, and so do the effects.
+  ASSERT_EQ(replica.Call({"REPLICAOF", "NO", "ONE"}).type, '+');
+  ASSERT_TRUE(WaitUntil([&] { return master.InfoField("replication", "connected_slaves") == "0"; },
+                        seconds(10)));
+  bool effects_while_backlog = true;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        // In this order: a cron tick between the two reads may free the backlog and then clear
+        // rl_downstream, never the other way round.
+        const bool downstream = RlStat(master, "downstream") == 1;
+        const bool backlog = master.InfoField("replication", "repl_backlog_active") == "1";
+        if (backlog && !downstream) effects_while_backlog = false;
+        WriteRound(master, round++);
+        return !backlog;
+      },
+      seconds(30), milliseconds(50)));
+  EXPECT_TRUE(effects_while_backlog) << "stopped building effects while the backlog existed";
+  ASSERT_TRUE(WaitUntil([&] { return RlStat(master, "downstream") == 0; }, seconds(10)));
+  WriteRound(master, round++);
+
+  ASSERT_EQ(replica.Call({"FLUSHALL"}).type, '+');
+  ASSERT_TRUE(StartReplication(master, replica));
+  WriteRound(master, round++);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica)) << "after a full sync once the backlog was gone";
 }
 
 }  // namespace

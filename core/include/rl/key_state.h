@@ -93,6 +93,23 @@ class KeyState {
   void Encode(std::string* out) const;
   static absl::StatusOr<KeyState> Decode(std::string_view data);
 
+  // The whole state is one pointer (null when empty). A holder that has a pointer-sized slot
+  // of its own can keep the state there instead of in a KeyState object: rl.so stores it as
+  // the Redis key's value, which saves an allocation and a pointer chase per key. ReleaseBlock()
+  // hands the pointer over (this becomes empty); AdoptBlock() takes one back (from ReleaseBlock()
+  // only); block() shows it, e.g. to see whether a change moved it.
+  void* ReleaseBlock() {
+    void* p = block_;
+    block_ = nullptr;
+    return p;
+  }
+  static KeyState AdoptBlock(void* block) {
+    KeyState s;
+    s.block_ = block;
+    return s;
+  }
+  const void* block() const { return block_; }
+
  private:
   absl::StatusOr<Decision> Adjust(std::string_view scope, absl::Span<const Limit> limits,
                                   int64_t amount, int64_t now_ms, bool refund, bool* changed);
