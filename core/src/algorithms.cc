@@ -125,7 +125,6 @@ Step<State2> TokenBucketExact(const State2* state, int64_t cap, int64_t l, int64
       units -= cost * w;
       step.state.a = last;
       step.state.b = units;
-      step.changed = true;
     }
   } else {
     r.allowed = false;
@@ -174,7 +173,6 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
       units -= cost * d;
       step.state.a = last;
       step.state.b = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(units);
-      step.changed = true;
     }
     r.allowed = true;
   } else {
@@ -225,7 +223,6 @@ Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, in
       if (cost > 0) {
         kept_tat = new_tat;
         step.state = SplitTicks(new_tat, l);
-        step.changed = true;
       }
       r.remaining = remaining(kept_tat);
       r.reset_after_ms = until(kept_tat);
@@ -276,7 +273,6 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
     if (cost > 0) {
       count += cost;
       step.state = State2{start, count};
-      step.changed = true;
     }
   } else {
     r.allowed = false;
@@ -345,7 +341,6 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
     if (cost > 0) {
       cur += cost;
       step.state = State3{Clamp64(start), Clamp64(prev), Clamp64(cur)};
-      step.changed = true;
     }
   } else {
     r.allowed = false;

@@ -83,7 +83,9 @@ struct Step {
   S state;                // the state to store (equal to the input when nothing changed)
   LimitResult result;     // what this limit answers
   int64_t expiry_ms = 0;  // when `state` becomes equivalent to fresh
-  bool changed = false;   // state differs from the input and must be written back
+  // Set only by the *Adjust functions: they produced a state to write (which may be equivalent
+  // to fresh). A check's caller writes back exactly when the check was allowed with cost > 0.
+  bool changed = false;
 };
 
 // Token bucket: capacity = limit.capacity() tokens, refilled continuously at limit/window per ms.
