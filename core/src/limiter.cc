@@ -260,30 +260,6 @@ void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limi
   }
 }
 
-template <Limiter::Impl::Op kOp>
-absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
-                                            absl::Span<const Limit> limits, int64_t cost,
-                                            uint64_t nonce, bool* leased) {
-  // One result object, returned by name so the large Decision is built in place.
-  absl::StatusOr<Decision> out(absl::in_place);
-  if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
-    absl::Status s = kOp == Op::kCheck  ? internal::ValidateCheck(limits, cost)
-                     : kOp == Op::kPeek ? internal::ValidatePeek(limits, cost)
-                                        : internal::ValidateAcquire(limits, cost);
-    if (!s.ok()) {
-      out = std::move(s);
-      return out;
-    }
-  }
-  // A check of one limit (the common case) gets an instance whose loops the compiler unrolls.
-  if (limits.size() == 1) {
-    Apply<kOp, 1>(scope, key, limits, cost, nonce, leased, *out);
-  } else {
-    Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
-  }
-  return out;
-}
-
 namespace {
 
 // The per-table steps of a check, each on one limit's Pending. Evaluate*: find the limit's state
@@ -377,9 +353,9 @@ void InsertNew(Pending& q, Shard& sh, const internal::ExpiryCodec& expiry, uint3
 }  // namespace
 
 template <Limiter::Impl::Op kOp, size_t kN>
-void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
-                          absl::Span<const Limit> limits, int64_t cost, uint64_t nonce,
-                          bool* leased, Decision& out) {
+inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
+                                 absl::Span<const Limit> limits, int64_t cost, uint64_t nonce,
+                                 bool* leased, Decision& out) {
   constexpr bool kCommit = kOp != Op::kPeek;
   // Only a peek or an acquire may name a CONCURRENCY limit, so a check compiles without leases.
   constexpr bool kLeases = kOp != Op::kCheck;
@@ -568,6 +544,30 @@ void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
   }
   UnlockShards(locked, lock_count);
   if (ABSL_PREDICT_FALSE(unstored != 0)) out.decided_by = DecidedBy::kOverflow;
+}
+
+template <Limiter::Impl::Op kOp>
+absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
+                                            absl::Span<const Limit> limits, int64_t cost,
+                                            uint64_t nonce, bool* leased) {
+  // One result object, returned by name so the large Decision is built in place.
+  absl::StatusOr<Decision> out(absl::in_place);
+  if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
+    absl::Status s = kOp == Op::kCheck  ? internal::ValidateCheck(limits, cost)
+                     : kOp == Op::kPeek ? internal::ValidatePeek(limits, cost)
+                                        : internal::ValidateAcquire(limits, cost);
+    if (!s.ok()) {
+      out = std::move(s);
+      return out;
+    }
+  }
+  // A check of one limit (the common case) gets an instance whose loops the compiler unrolls.
+  if (limits.size() == 1) {
+    Apply<kOp, 1>(scope, key, limits, cost, nonce, leased, *out);
+  } else {
+    Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
+  }
+  return out;
 }
 
 size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
