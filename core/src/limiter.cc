@@ -561,9 +561,12 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
       return out;
     }
   }
-  // A check of one limit (the common case) gets an instance whose loops the compiler unrolls.
+  // Checks of one or two limits (the common cases) get instances whose loops the compiler
+  // unrolls.
   if (limits.size() == 1) {
     Apply<kOp, 1>(scope, key, limits, cost, nonce, leased, *out);
+  } else if (limits.size() == 2) {
+    Apply<kOp, 2>(scope, key, limits, cost, nonce, leased, *out);
   } else {
     Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
   }
