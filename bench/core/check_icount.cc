@@ -1,7 +1,9 @@
 // Instructions per check for valgrind --tool=callgrind, which counts instructions independently
 // of machine load: RunChecks does `iterations` token-bucket checks over `keys` 40-byte keys (the
 // core_bench visiting order) and RunBare the bare absl::flat_hash_map find + update on the same
-// keys. icount.sh divides each function's inclusive instruction count by the iterations.
+// keys. icount.sh divides each function's inclusive instruction count by the iterations. A third
+// argument of 2 checks two limits per call (the token bucket and a one-day fixed window) for the
+// two-limit / one-limit ratio.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,10 +22,10 @@ using rl::bench::MakeKeys;
 
 __attribute__((noinline)) int64_t RunChecks(rl::Limiter& limiter, rl::ManualClock& clock,
                                             const std::vector<std::string>& keys,
-                                            const rl::Limit& limit, size_t iterations) {
+                                            absl::Span<const rl::Limit> limits, size_t iterations) {
   int64_t allowed = 0;
   for (size_t i = 0; i < iterations; ++i) {
-    absl::StatusOr<rl::Decision> d = limiter.Check("", keys[Index(i, keys.size())], {limit});
+    absl::StatusOr<rl::Decision> d = limiter.Check("", keys[Index(i, keys.size())], limits);
     allowed += d->allowed;
     if ((i & 1023) == 1023) clock.Advance(1);
   }
@@ -31,8 +33,7 @@ __attribute__((noinline)) int64_t RunChecks(rl::Limiter& limiter, rl::ManualCloc
 }
 
 __attribute__((noinline)) int64_t RunBare(absl::flat_hash_map<std::string, BareState>& bare,
-                                          const std::vector<std::string>& keys,
-                                          size_t iterations) {
+                                          const std::vector<std::string>& keys, size_t iterations) {
   int64_t sum = 0;
   for (size_t i = 0; i < iterations; ++i) {
     auto it = bare.find(keys[Index(i, keys.size())]);
@@ -51,13 +52,16 @@ int main(int argc, char** argv) {
   const std::vector<std::string> keys = MakeKeys(n);
   rl::ManualClock clock(0);
   rl::Limiter limiter(rl::LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
-  const rl::Limit limit{rl::Algorithm::kTokenBucket, 1000, 1000};
-  for (const std::string& k : keys) (void)limiter.Check("", k, {limit});
+  const size_t limit_count = argc > 3 && std::strtoull(argv[3], nullptr, 10) == 2 ? 2 : 1;
+  const rl::Limit limits[] = {{rl::Algorithm::kTokenBucket, 1000, 1000},
+                              {rl::Algorithm::kFixedWindow, 100000000, 86400000}};
+  const absl::Span<const rl::Limit> checked(limits, limit_count);
+  for (const std::string& k : keys) (void)limiter.Check("", k, checked);
   absl::flat_hash_map<std::string, BareState> bare;
   for (const std::string& k : keys) bare[k] = BareState{};
-  const int64_t allowed = RunChecks(limiter, clock, keys, limit, iterations);
+  const int64_t allowed = RunChecks(limiter, clock, keys, checked, iterations);
   const int64_t sum = RunBare(bare, keys, iterations);
-  std::printf("keys %zu iterations %zu allowed %lld checksum %lld\n", n, iterations,
-              static_cast<long long>(allowed), static_cast<long long>(sum));
+  std::printf("keys %zu iterations %zu limits %zu allowed %lld checksum %lld\n", n, iterations,
+              limit_count, static_cast<long long>(allowed), static_cast<long long>(sum));
   return 0;
 }

@@ -11,8 +11,8 @@ namespace {
 // exactly `limit` units, so the arithmetic is exact; the shift only kicks in for absurd
 // capacity * window products. The shift is kept in the top bits of the stored word so a later
 // check with another capacity can rescale instead of misreading the units.
-constexpr int kUnitBits = 56;
-constexpr int64_t kUnitMask = (int64_t{1} << kUnitBits) - 1;
+constexpr int kUnitBits = kTokenUnitBits;
+constexpr int64_t kUnitMask = kTokenUnitMask;
 
 int TokenShift(int64_t capacity, int64_t window_ms) {
   // Common case without 128-bit multiplies: the bit lengths alone prove the product fits.
@@ -88,58 +88,8 @@ int128 UnitsAt(const State2& s, const BucketUnits& u, int shift, int64_t w, int6
 
 }  // namespace
 
-namespace {
-
-// The token bucket when the units need no shift (capacity * window < 2^56, e.g. anything up to
-// 10^9 per day) and the stored state agrees: every value fits in 64 bits, a millisecond refills
-// exactly `limit` units, and it takes two divisions instead of a dozen 128-bit operations.
-Step<State2> TokenBucketExact(const State2* state, int64_t cap, int64_t l, int64_t w,
-                              int64_t now_ms, int64_t cost) {
-  const int64_t full = cap * w;
-  Step<State2> step;
-  int64_t units = full;
-  int64_t last = now_ms;
-  if (state != nullptr) {
-    step.state = *state;
-    last = std::max(state->a, now_ms);
-    units = std::min(state->b & kUnitMask, full);
-    int64_t elapsed, gained;
-    if (units < full) {
-      if (__builtin_sub_overflow(now_ms, state->a, &elapsed)) elapsed = INT64_MAX;
-      elapsed = std::max<int64_t>(0, elapsed);
-      if (__builtin_mul_overflow(elapsed, l, &gained) || gained >= full - units) {
-        units = full;
-      } else {
-        units += gained;
-      }
-    }
-  }
-  LimitResult& r = step.result;
-  r.limit = cap;
-  r.window_ms = w;
-  if (cost > cap) {
-    r.allowed = false;
-    r.retry_after_ms = kRetryNever;
-  } else if (units >= cost * w) {
-    if (cost > 0) {
-      units -= cost * w;
-      step.state.a = last;
-      step.state.b = units;
-      step.changed = true;
-    }
-  } else {
-    r.allowed = false;
-    r.retry_after_ms = (cost * w - units + l - 1) / l;
-  }
-  r.remaining = units / w;
-  r.reset_after_ms = (full - units + l - 1) / l;
-  step.expiry_ms = Clamp64(int128{now_ms} + r.reset_after_ms);
-  return step;
-}
-
-}  // namespace
-
-Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+Step<State2> TokenBucketGeneral(const State2* state, const Limit& limit, int64_t now_ms,
+                                int64_t cost) {
   const int64_t cap = limit.capacity();
   const int64_t l = limit.limit;
   const int64_t w = limit.window_ms;
@@ -174,7 +124,6 @@ Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms
       units -= cost * d;
       step.state.a = last;
       step.state.b = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(units);
-      step.changed = true;
     }
     r.allowed = true;
   } else {
@@ -225,7 +174,6 @@ Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, in
       if (cost > 0) {
         kept_tat = new_tat;
         step.state = SplitTicks(new_tat, l);
-        step.changed = true;
       }
       r.remaining = remaining(kept_tat);
       r.reset_after_ms = until(kept_tat);
@@ -276,7 +224,6 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
     if (cost > 0) {
       count += cost;
       step.state = State2{start, count};
-      step.changed = true;
     }
   } else {
     r.allowed = false;
@@ -345,7 +292,6 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
     if (cost > 0) {
       cur += cost;
       step.state = State3{Clamp64(start), Clamp64(prev), Clamp64(cur)};
-      step.changed = true;
     }
   } else {
     r.allowed = false;

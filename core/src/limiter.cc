@@ -262,26 +262,107 @@ void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limi
   }
 }
 
-template <Limiter::Impl::Op kOp>
-absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
-                                            absl::Span<const Limit> limits, int64_t cost,
-                                            uint64_t nonce, bool* leased) {
+namespace {
+
+// The per-table steps of a check, each on one limit's Pending. Evaluate*: find the limit's state
+// in its table and evaluate the limit on it (changing nothing). Inline: they run on every check.
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateTwo(Pending& q, const Shard& sh,
+                                                            const internal::ExpiryCodec& expiry,
+                                                            const Limit& limit, int64_t now,
+                                                            int64_t cost)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  auto it = sh.two.find(q.key);
+  State2 old;
+  if (it != sh.two.end()) {
+    q.slot2 = &*it;
+    old = State2{expiry.FromRel(it->rel_a()), it->b};
+  }
+  const internal::Step<State2> step =
+      internal::TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
+  q.state2 = step.state;
+  q.expiry_ms = step.expiry_ms;
+  return step.result;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateThree(Pending& q, const Shard& sh,
+                                                              const internal::ExpiryCodec& expiry,
+                                                              const Limit& limit, int64_t now,
+                                                              int64_t cost)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  auto it = sh.three.find(q.key);
+  State3 old;
+  if (it != sh.three.end()) {
+    q.slot3 = &*it;
+    old = State3{expiry.FromRel(it->rel_a()), it->b, it->c};
+  }
+  const internal::Step<State3> step =
+      internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
+  q.state3 = step.state;
+  q.expiry_ms = step.expiry_ms;
+  return step.result;
+}
+
+LimitResult EvaluateLog(Pending& q, const Shard& sh, const Limit& limit, int64_t now, int64_t cost)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  auto it = sh.logs.find(q.key);
+  LogBuf* log = nullptr;
+  if (it != sh.logs.end()) {
+    q.slotl = &*it;
+    log = it->log;
+    internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
+  }
+  return internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
+}
+
+LimitResult EvaluateLeases(Pending& q, const Shard& sh, const Limit& limit, int64_t now)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  auto it = sh.leases.find(q.key);
+  const LeaseBuf* leases = nullptr;
+  if (it != sh.leases.end()) {
+    q.slote = &*it;
+    leases = it->leases;
+  }
+  return internal::LeaseEvaluate(leases, limit, now, &q.expiry_ms);
+}
+
+// Inserts the new state of a limit that found none (room was made for it).
+void InsertNew(Pending& q, Shard& sh, const internal::ExpiryCodec& expiry, uint32_t word)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  switch (q.kind) {
+    case TableKind::kTwoWord: {
+      Slot2 slot{q.key, word, 0, 0, q.state2.b};
+      slot.set_rel_a(expiry.ToRel(q.state2.a));
+      sh.two.insert(slot);
+      break;
+    }
+    case TableKind::kThreeWord: {
+      Slot3 slot{q.key, word, 0, 0, q.state3.b, q.state3.c};
+      slot.set_rel_a(expiry.ToRel(q.state3.a));
+      sh.three.insert(slot);
+      break;
+    }
+    case TableKind::kLog:
+      sh.logs.insert(SlotLog{q.key, word, q.new_log});
+      break;
+    case TableKind::kLeases:
+      sh.leases.insert(
+          SlotLease{q.key, expiry.Encode(q.expiry_ms, internal::kLevelProtected), q.new_leases});
+      break;
+  }
+}
+
+}  // namespace
+
+template <Limiter::Impl::Op kOp, size_t kN>
+inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
+                                 absl::Span<const Limit> limits, int64_t cost, uint64_t nonce,
+                                 bool* leased, Decision& out) {
   constexpr bool kCommit = kOp != Op::kPeek;
   // Only a peek or an acquire may name a CONCURRENCY limit, so a check compiles without leases.
   constexpr bool kLeases = kOp != Op::kCheck;
-  // One result object, returned by name so the large Decision is built in place.
-  absl::StatusOr<Decision> out(absl::in_place);
-  if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
-    absl::Status s = kOp == Op::kCheck  ? internal::ValidateCheck(limits, cost)
-                     : kOp == Op::kPeek ? internal::ValidatePeek(limits, cost)
-                                        : internal::ValidateAcquire(limits, cost);
-    if (!s.ok()) {
-      out = std::move(s);
-      return out;
-    }
-  }
-  LimitResult* results = out->limits.data();
-  const size_t n = limits.size();
+  LimitResult* results = out.limits.data();
+  const size_t n = kN != 0 ? kN : limits.size();
   PendingArray pending;
   Pending* p = pending.items;
   uint32_t locked[kMaxLimitsPerCheck];
@@ -326,66 +407,26 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
 
   for (size_t i = 0; i < n; ++i) {
     Pending& q = p[i];
-    Shard& sh = shards_[q.shard];
-    const Limit& limit = limits[i];
+    const Shard& sh = shards_[q.shard];
     switch (q.kind) {
-      case TableKind::kTwoWord: {
-        auto it = sh.two.find(q.key);
-        State2 old;
-        if (it != sh.two.end()) {
-          q.slot2 = &*it;
-          old = State2{expiry_.FromRel(it->rel_a()), it->b};
-        }
-        const internal::Step<State2> step =
-            internal::TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
-        q.state2 = step.state;
-        results[i] = step.result;
-        q.expiry_ms = step.expiry_ms;
+      case TableKind::kTwoWord:
+        results[i] = EvaluateTwo(q, sh, expiry_, limits[i], now, cost);
         break;
-      }
-      case TableKind::kThreeWord: {
-        auto it = sh.three.find(q.key);
-        State3 old;
-        if (it != sh.three.end()) {
-          q.slot3 = &*it;
-          old = State3{expiry_.FromRel(it->rel_a()), it->b, it->c};
-        }
-        const internal::Step<State3> step =
-            internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
-        q.state3 = step.state;
-        results[i] = step.result;
-        q.expiry_ms = step.expiry_ms;
+      case TableKind::kThreeWord:
+        results[i] = EvaluateThree(q, sh, expiry_, limits[i], now, cost);
         break;
-      }
-      case TableKind::kLog: {
-        auto it = sh.logs.find(q.key);
-        LogBuf* log = nullptr;
-        if (it != sh.logs.end()) {
-          q.slotl = &*it;
-          log = it->log;
-          internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
-        }
-        results[i] = internal::LogEvaluate(log, limit, now, cost, &q.expiry_ms);
+      case TableKind::kLog:
+        results[i] = EvaluateLog(q, sh, limits[i], now, cost);
         break;
-      }
-      case TableKind::kLeases: {
-        if constexpr (kLeases) {
-          auto it = sh.leases.find(q.key);
-          const LeaseBuf* leases = nullptr;
-          if (it != sh.leases.end()) {
-            q.slote = &*it;
-            leases = it->leases;
-          }
-          results[i] = internal::LeaseEvaluate(leases, limit, now, &q.expiry_ms);
-        }
+      case TableKind::kLeases:
+        if constexpr (kLeases) results[i] = EvaluateLeases(q, sh, limits[i], now);
         break;
-      }
     }
   }
   if (ABSL_PREDICT_FALSE(blocks != 0)) ApplyBlocks(p, limits, results, now, cost, kCommit);
   // The decision now, while its limits' results are at hand (a refusal below redoes it).
-  internal::MakeDecision(n, *out);
-  const bool allowed = out->allowed;
+  internal::MakeDecision(n, out);
+  const bool allowed = out.allowed;
 
   // An acquire of cost 0 takes its lease but consumes nothing from its rate limits.
   auto writes = [&](const Pending& q) {
@@ -415,7 +456,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
         for (size_t i = 0; i < n; ++i) {
           if ((unstored >> i) & 1) results[i] = Refused(shards_[p[i].shard], now, results[i]);
         }
-        internal::MakeDecision(n, *out);
+        internal::MakeDecision(n, out);
       }
     }
   }
@@ -473,31 +514,9 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
       Pending& q = p[i];
       if (found(q) || !writes(q)) continue;
       if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
-      Shard& sh = shards_[q.shard];
-      const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
-      switch (q.kind) {
-        case TableKind::kTwoWord: {
-          Slot2 slot{q.key, expiry, 0, 0, q.state2.b};
-          slot.set_rel_a(expiry_.ToRel(q.state2.a));
-          sh.two.insert(slot);
-          break;
-        }
-        case TableKind::kThreeWord: {
-          Slot3 slot{q.key, expiry, 0, 0, q.state3.b, q.state3.c};
-          slot.set_rel_a(expiry_.ToRel(q.state3.a));
-          sh.three.insert(slot);
-          break;
-        }
-        case TableKind::kLog:
-          sh.logs.insert(SlotLog{q.key, expiry, q.new_log});
-          break;
-        case TableKind::kLeases:
-          if constexpr (kLeases) {
-            sh.leases.insert(SlotLease{
-                q.key, expiry_.Encode(q.expiry_ms, internal::kLevelProtected), q.new_leases});
-          }
-          break;
-      }
+      if (!kLeases && q.kind == TableKind::kLeases) continue;
+      InsertNew(q, shards_[q.shard], expiry_,
+                expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i])));
     }
     // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
     // is safe to evict. (New states found room above.)
@@ -526,7 +545,33 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
     }
   }
   UnlockShards(locked, lock_count);
-  if (ABSL_PREDICT_FALSE(unstored != 0)) out->decided_by = DecidedBy::kOverflow;
+  if (ABSL_PREDICT_FALSE(unstored != 0)) out.decided_by = DecidedBy::kOverflow;
+}
+
+template <Limiter::Impl::Op kOp>
+absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
+                                            absl::Span<const Limit> limits, int64_t cost,
+                                            uint64_t nonce, bool* leased) {
+  // One result object, returned by name so the large Decision is built in place.
+  absl::StatusOr<Decision> out(absl::in_place);
+  if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
+    absl::Status s = kOp == Op::kCheck  ? internal::ValidateCheck(limits, cost)
+                     : kOp == Op::kPeek ? internal::ValidatePeek(limits, cost)
+                                        : internal::ValidateAcquire(limits, cost);
+    if (!s.ok()) {
+      out = std::move(s);
+      return out;
+    }
+  }
+  // Checks of one or two limits (the common cases) get instances whose loops the compiler
+  // unrolls.
+  if (limits.size() == 1) {
+    Apply<kOp, 1>(scope, key, limits, cost, nonce, leased, *out);
+  } else if (limits.size() == 2) {
+    Apply<kOp, 2>(scope, key, limits, cost, nonce, leased, *out);
+  } else {
+    Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "absl/base/attributes.h"
 #include "absl/synchronization/notification.h"
@@ -82,7 +83,10 @@ class Limiter::Impl {
   ABSL_ATTRIBUTE_ALWAYS_INLINE size_t LockShards(uint32_t* shards,
                                                  size_t n) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
     size_t count = 1;
-    if (n > 1) {
+    if (n == 2) {  // the common multi-limit check, without a call to the sort
+      if (shards[1] < shards[0]) std::swap(shards[0], shards[1]);
+      count = shards[0] == shards[1] ? 1 : 2;
+    } else if (n > 1) {
       std::sort(shards, shards + n);
       count = std::unique(shards, shards + n) - shards;
     }
@@ -93,6 +97,17 @@ class Limiter::Impl {
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (size_t i = count; i-- > 0;) shards_[shards[i]].mu.unlock();
   }
+
+  // The body of a Run on validated limits: hashes, locks, evaluates each limit with its table's
+  // helper, decides, writes back or refreshes, unlocks. kN = 1 is the one-limit instance (its
+  // loops unrolled), kN = 0 any count; inline in Run (a call with its eight arguments cost a
+  // one-limit check ~30 instructions). The shards are locked by LockShards, which the analysis
+  // cannot follow.
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Apply(std::string_view scope, std::string_view key,
+                                          absl::Span<const Limit> limits, int64_t cost,
+                                          uint64_t nonce, bool* leased,
+                                          Decision& out) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   // Penalty blocks of a Run (limiter.cc); `pending` is its array of per-limit work.
   ABSL_ATTRIBUTE_NOINLINE void ApplyBlocks(const void* pending, absl::Span<const Limit> limits,

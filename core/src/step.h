@@ -23,6 +23,11 @@ inline bool HasBurst(Algorithm algorithm) {
          algorithm == Algorithm::kLeakyBucket;
 }
 
+// HasBurst as a bit set over the algorithm numbers (for CheckValid).
+inline constexpr uint32_t kBurstAlgorithms = (1u << static_cast<int>(Algorithm::kTokenBucket)) |
+                                             (1u << static_cast<int>(Algorithm::kGcra)) |
+                                             (1u << static_cast<int>(Algorithm::kLeakyBucket));
+
 // True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
 // case) pays neither for building an absl::Status nor for a call per limit. A test compares the
 // two over random limits.
@@ -39,7 +44,7 @@ inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
           (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
           (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
           (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket)) &
-          ((l.burst == 0) | HasBurst(l.algorithm));
+          ((l.burst == 0) | ((kBurstAlgorithms >> (static_cast<uint8_t>(l.algorithm) & 7)) & 1));
     for (size_t j = 0; j < i; ++j) {
       ok &= !(limits[j].algorithm == l.algorithm && limits[j].window_ms == l.window_ms);
     }
