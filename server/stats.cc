@@ -7,13 +7,13 @@ namespace rl::server {
 
 void WorkerStats::RecordCheck(std::string_view policy, bool allowed, bool shadow, int64_t limit,
                               int64_t remaining) {
-  absl::string_view name(policy.data(), policy.size());
-  auto it = per_policy_.find(name);
-  if (it == per_policy_.end()) {
+  Counters* found = FindOwn(absl::string_view(policy.data(), policy.size()));
+  if (found == nullptr) {
     absl::MutexLock lock(&mu_);
-    it = per_policy_.emplace(std::string(policy), std::make_unique<Counters>()).first;
+    found =
+        per_policy_.emplace(std::string(policy), std::make_unique<Counters>()).first->second.get();
   }
-  Counters& c = *it->second;
+  Counters& c = *found;
   Bump(c.checks);
   if (shadow) {
     Bump(c.shadow_denied);

@@ -78,7 +78,8 @@ class Limiter::Impl {
   // Locks the distinct shards of `shards[0..n)` in ascending order (sorting them in place);
   // returns how many distinct shards it locked (the first that many entries). A fixed lock order
   // keeps concurrent multi-limit checks deadlock-free. Inline: out of line, the pair cost a
-  // one-limit check ~60 instructions.
+  // one-limit check ~60 instructions. The thread-safety analysis cannot follow a lock set chosen
+  // at run time: callers state that a shard is locked with `mu.AssertHeld()` before using it.
   ABSL_ATTRIBUTE_ALWAYS_INLINE size_t LockShards(uint32_t* shards,
                                                  size_t n) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
     size_t count = 1;
@@ -93,11 +94,19 @@ class Limiter::Impl {
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (size_t i = count; i-- > 0;) shards_[shards[i]].mu.unlock();
   }
+  // Every shard, in the same order (ImportState); the same caveat.
+  void LockAll() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (size_t i = 0; i <= shard_mask_; ++i) shards_[i].mu.lock();
+  }
+  void UnlockAll() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (size_t i = shard_mask_ + 1; i-- > 0;) shards_[i].mu.unlock();
+  }
 
-  // Penalty blocks of a Run (limiter.cc); `pending` is its array of per-limit work.
+  // Penalty blocks of a Run (limiter.cc), under its shard locks; `pending` is its array of
+  // per-limit work.
   ABSL_ATTRIBUTE_NOINLINE void ApplyBlocks(const void* pending, absl::Span<const Limit> limits,
                                            LimitResult* results, int64_t now, int64_t cost,
-                                           bool commit) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+                                           bool commit);
 
   size_t max_keys_per_shard_;
   size_t max_bytes_per_shard_;  // 0 = none
