@@ -3,10 +3,11 @@
 // another shard's.
 //
 // States are keyed by a seeded 64-bit hash of (scope, key, algorithm, window) (see KeyHasher in
-// limiter.cc) whose top bits also pick the shard; the user's key is never stored. A slot is 28
-// bytes (key, coarse expiry with the usage level, two state words), which keeps a token-bucket
-// state within 64 bytes per key at every table load factor above 0.45. Penalty blocks and lease
-// sets live in tables of their own, so only the keys that use them pay for them.
+// limiter.cc) whose top bits also pick the shard; the user's key is never stored. A token-bucket
+// slot (Slot2) is 26 bytes (key, coarse expiry with the usage level, a 48-bit time and a 64-bit
+// state word), 27 with absl's control byte, so a token-bucket state stays within 62 bytes per key
+// even at the lowest load factor the table reaches (7/16, just after growing). Penalty blocks and
+// lease sets live in tables of their own, so only the keys that use them pay for them.
 #pragma once
 
 #include <algorithm>
