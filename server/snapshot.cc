@@ -121,7 +121,7 @@ absl::Status Snapshotter::Load() {
 absl::Status Snapshotter::Save() {
   const std::string& path = state_->config.snapshot_file;
   if (path.empty()) return absl::FailedPreconditionError("snapshots are off (no --snapshot FILE)");
-  std::lock_guard<std::mutex> save_lock(save_mu_);
+  absl::MutexLock save_lock(&save_mu_);
   {
     absl::MutexLock lock(&stats_mu_);
     stats_.in_progress = true;
@@ -171,15 +171,17 @@ void Snapshotter::StartPeriodic() {
 }
 
 void Snapshotter::Loop() {
-  const auto interval = std::chrono::milliseconds(state_->config.snapshot_interval_ms);
+  const absl::Duration interval = absl::Milliseconds(state_->config.snapshot_interval_ms);
   bool failing = false;
-  std::unique_lock<std::mutex> lock(loop_mu_);
-  while (!stop_) {
-    loop_cv_.wait_for(lock, interval, [this] { return stop_ || save_requested_; });
-    if (stop_) break;
-    bool requested = save_requested_;
-    save_requested_ = false;
-    lock.unlock();
+  for (;;) {
+    bool requested;
+    {
+      absl::MutexLock lock(&loop_mu_);
+      loop_mu_.AwaitWithTimeout(absl::Condition(this, &Snapshotter::Woken), interval);
+      if (stop_) return;
+      requested = save_requested_;
+      save_requested_ = false;
+    }
     bool changed;
     {
       absl::MutexLock stats_lock(&stats_mu_);
@@ -192,24 +194,20 @@ void Snapshotter::Loop() {
       if (st.ok() && failing) Log("snapshot saves work again");
       failing = !st.ok();
     }
-    lock.lock();
   }
 }
 
+// absl::Mutex wakes the waiting thread itself when its condition turns true on unlock.
 void Snapshotter::RequestSave() {
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    save_requested_ = true;
-  }
-  loop_cv_.notify_one();
+  absl::MutexLock lock(&loop_mu_);
+  save_requested_ = true;
 }
 
 void Snapshotter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    absl::MutexLock lock(&loop_mu_);
     stop_ = true;
   }
-  loop_cv_.notify_one();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -7,9 +7,7 @@
 // LASTSAVE and INFO persistence in persistence_commands.h.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -61,29 +59,32 @@ class Snapshotter {
   // the last save (nothing else changes state or policies).
   void StartPeriodic();
   // Stops the thread (a save in progress finishes first).
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(loop_mu_);
   // Saves now on the calling thread, serialized with every other save.
-  absl::Status Save();
+  absl::Status Save() ABSL_LOCKS_EXCLUDED(save_mu_, stats_mu_);
   // BGSAVE: asks the thread to save at once.
-  void RequestSave();
+  void RequestSave() ABSL_LOCKS_EXCLUDED(loop_mu_);
 
-  PersistenceStats Stats() const;
+  PersistenceStats Stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);
 
  private:
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  // What the periodic thread waits for (Await evaluates it with the lock held).
+  bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) { return stop_ || save_requested_; }
   uint64_t TotalCommands() const;
   void Log(std::string_view message) const;
 
   ServerState* state_;
-  std::mutex save_mu_;  // one save at a time
+  // Lock order: save_mu_ before stats_mu_ (a save updates the stats); loop_mu_ is never held
+  // with another.
+  absl::Mutex save_mu_ ABSL_ACQUIRED_BEFORE(stats_mu_);  // one save at a time
   mutable absl::Mutex stats_mu_;
   PersistenceStats stats_ ABSL_GUARDED_BY(stats_mu_);
   uint64_t commands_at_save_ ABSL_GUARDED_BY(stats_mu_) = 0;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stop_ = false;            // guarded by loop_mu_
-  bool save_requested_ = false;  // guarded by loop_mu_
+  absl::Mutex loop_mu_;  // the periodic thread waits on it for a stop or a BGSAVE
+  bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;
+  bool save_requested_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread thread_;
 };
 

@@ -8,13 +8,13 @@ namespace rl::server {
 WorkerStats::Counters& WorkerStats::CountersFor(CheckKind kind, std::string_view policy) {
   if (kind == CheckKind::kInline) return inline_limits_;
   if (kind == CheckKind::kThrottle) return throttle_;
-  absl::string_view name(policy.data(), policy.size());
-  auto it = per_policy_.find(name);
-  if (it == per_policy_.end()) {
+  Counters* found = FindOwn(absl::string_view(policy.data(), policy.size()));
+  if (found == nullptr) {
     absl::MutexLock lock(&mu_);
-    it = per_policy_.emplace(std::string(policy), std::make_unique<Counters>()).first;
+    found =
+        per_policy_.emplace(std::string(policy), std::make_unique<Counters>()).first->second.get();
   }
-  return *it->second;
+  return *found;
 }
 
 void WorkerStats::RecordCheck(CheckKind kind, std::string_view policy, bool allowed, bool shadow,

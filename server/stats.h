@@ -125,14 +125,21 @@ class WorkerStats {
         .count();
   }
 
+  // The owning thread's lookup of a policy's counters, without the lock: it is the only writer of
+  // the map, so its own reads cannot race (the analysis cannot know which thread runs this).
+  Counters* FindOwn(absl::string_view policy) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = per_policy_.find(policy);
+    return it == per_policy_.end() ? nullptr : it->second.get();
+  }
+
   std::atomic<uint64_t> commands_{0};
   int64_t mark_ns_ = 0;  // owner thread only
-  // The owning thread looks policies up without the lock (it is the only writer of the map) and
-  // takes it only to insert a new name; readers take it to iterate.
+  // The owning thread looks policies up without the lock (FindOwn) and takes it only to change
+  // the map; readers take it to iterate.
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<Counters>> per_policy_;
-  Counters inline_limits_, throttle_;  // written by the owner thread only
-  Counters retired_;                   // written by the owner thread only
+  absl::flat_hash_map<std::string, std::unique_ptr<Counters>> per_policy_ ABSL_GUARDED_BY(mu_);
+  Counters inline_limits_, throttle_;      // written by the owner thread only
+  Counters retired_ ABSL_GUARDED_BY(mu_);  // written by the owner thread only
   std::array<Histogram, kCommandFamilies> latency_;
 };
 

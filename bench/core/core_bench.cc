@@ -10,11 +10,11 @@
 
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "bench_keys.h"
 #include "rl/limiter.h"
 
@@ -36,8 +36,8 @@ struct Fixture {
   absl::flat_hash_map<std::string, BareState> bare;
 };
 
-std::mutex fixture_mu;
-std::unique_ptr<Fixture> fixture;
+absl::Mutex fixture_mu;
+std::unique_ptr<Fixture> fixture ABSL_GUARDED_BY(fixture_mu);
 
 Limit LimitFor(Algorithm a) {
   // Generous enough that steady traffic stays mostly allowed: the common case.
@@ -45,7 +45,7 @@ Limit LimitFor(Algorithm a) {
 }
 
 Fixture* GetFixture(const std::string& name, size_t n, int algorithm, bool steady) {
-  std::lock_guard<std::mutex> lock(fixture_mu);
+  absl::MutexLock lock(&fixture_mu);
   if (fixture != nullptr && fixture->name == name) return fixture.get();
   fixture.reset();
   auto f = std::make_unique<Fixture>();
@@ -123,7 +123,7 @@ BENCHMARK_CAPTURE(BM_Check, TOKEN_BUCKET_STEADY_CLOCK, Algorithm::kTokenBucket, 
 void BM_ImportState(benchmark::State& state) {
   const size_t keys_n = state.range(0);
   {
-    std::lock_guard<std::mutex> lock(fixture_mu);
+    absl::MutexLock lock(&fixture_mu);
     fixture.reset();
   }
   const std::vector<Limit> limits = {
@@ -170,7 +170,7 @@ int64_t RssBytes() {
 void BM_MemoryPerKey(benchmark::State& state) {
   const size_t n = state.range(0);
   {
-    std::lock_guard<std::mutex> lock(fixture_mu);
+    absl::MutexLock lock(&fixture_mu);
     fixture.reset();
   }
   const std::vector<std::string> keys = MakeKeys(n);
@@ -201,7 +201,7 @@ BENCHMARK(BM_MemoryPerKey)
 void BM_MemoryPerLoggedRequest(benchmark::State& state) {
   const int64_t limit = state.range(0);
   {
-    std::lock_guard<std::mutex> lock(fixture_mu);
+    absl::MutexLock lock(&fixture_mu);
     fixture.reset();
   }
   const std::vector<std::string> keys = MakeKeys(1000);

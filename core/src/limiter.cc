@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -153,7 +152,7 @@ Limiter::Impl::~Impl() {
   stop_.Notify();
   if (sweeper_.joinable()) sweeper_.join();
   for (size_t i = 0; i <= shard_mask_; ++i) {
-    std::lock_guard<internal::ShardMutex> lock(shards_[i].mu);
+    internal::ShardLock lock(shards_[i].mu);
     shards_[i].Clear();
   }
 }
@@ -242,7 +241,9 @@ void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limi
   bool allowed = true;
   for (size_t i = 0; i < n; ++i) {
     if (limits[i].block_ms > 0) {
-      const int64_t until = shards_[p[i].shard].BlockedUntil(p[i].key, now);
+      Shard& sh = shards_[p[i].shard];
+      sh.mu.AssertHeld();  // by Run's LockShards
+      const int64_t until = sh.BlockedUntil(p[i].key, now);
       if (until > now) {
         internal::ApplyBlock(results[i], until, now);
         blocked |= 1u << i;
@@ -255,7 +256,9 @@ void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limi
     if (((blocked >> i) & 1) || !internal::StartsBlock(limits[i], results[i])) continue;
     const int64_t until = internal::BlockUntil(limits[i], now);
     if (commit) {
-      auto [it, inserted] = shards_[p[i].shard].blocks.insert(SlotBlock{p[i].key, until});
+      Shard& sh = shards_[p[i].shard];
+      sh.mu.AssertHeld();
+      auto [it, inserted] = sh.blocks.insert(SlotBlock{p[i].key, until});
       if (!inserted) it->until = until;
     }
     internal::ApplyBlock(results[i], until, now);
@@ -407,7 +410,8 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
 
   for (size_t i = 0; i < n; ++i) {
     Pending& q = p[i];
-    const Shard& sh = shards_[q.shard];
+    Shard& sh = shards_[q.shard];
+    sh.mu.AssertHeld();  // by LockShards
     switch (q.kind) {
       case TableKind::kTwoWord:
         results[i] = EvaluateTwo(q, sh, expiry_, limits[i], now, cost);
@@ -443,18 +447,25 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       if (found(q) || !writes(q)) continue;
       size_t adding = 1;  // with the new states of this check already placed in its shard
       for (size_t j = 0; j < i; ++j) adding += ((placed >> j) & 1) && p[j].shard == q.shard;
-      if (MakeRoom(shards_[q.shard], now, adding, keys, n)) {
+      Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
+      if (MakeRoom(sh, now, adding, keys, n)) {
         placed |= 1u << i;
       } else {
         unstored |= 1u << i;
       }
     }
     if (ABSL_PREDICT_FALSE(unstored != 0)) {
-      ++shards_[p[__builtin_ctz(unstored)].shard].overflows;
+      Shard& first = shards_[p[__builtin_ctz(unstored)].shard];
+      first.mu.AssertHeld();
+      ++first.overflows;
       if (overflow_ == FailureMode::kFailClosed) {
         write = false;
         for (size_t i = 0; i < n; ++i) {
-          if ((unstored >> i) & 1) results[i] = Refused(shards_[p[i].shard], now, results[i]);
+          if (((unstored >> i) & 1) == 0) continue;
+          Shard& sh = shards_[p[i].shard];
+          sh.mu.AssertHeld();
+          results[i] = Refused(sh, now, results[i]);
         }
         internal::MakeDecision(n, out);
       }
@@ -469,6 +480,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       Pending& q = p[i];
       if (!writes(q)) continue;
       Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.kind == TableKind::kLog) {
         if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
@@ -515,13 +527,18 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       if (found(q) || !writes(q)) continue;
       if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
       if (!kLeases && q.kind == TableKind::kLeases) continue;
-      InsertNew(q, shards_[q.shard], expiry_,
-                expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i])));
+      Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
+      InsertNew(q, sh, expiry_, expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i])));
     }
     // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
     // is safe to evict. (New states found room above.)
     if (ABSL_PREDICT_FALSE(logs_grew) && max_bytes_per_shard_ > 0) {
-      for (size_t i = 0; i < lock_count; ++i) MakeRoom(shards_[locked[i]], now, 0, keys, n);
+      for (size_t i = 0; i < lock_count; ++i) {
+        Shard& sh = shards_[locked[i]];
+        sh.mu.AssertHeld();
+        MakeRoom(sh, now, 0, keys, n);
+      }
     }
   } else {
     // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest
@@ -529,6 +546,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
     for (size_t i = 0; i < n; ++i) {
       Pending& q = p[i];
       Shard& sh = shards_[q.shard];
+      sh.mu.AssertHeld();
       if (!found(q)) continue;
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.expiry_ms <= now) {
@@ -584,7 +602,7 @@ size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
     const StateKey k =
         kind == TableKind::kLeases ? LeaseKeyFor(ScopeId(scope), key) : KeyFor(scope, key, limit);
     Shard& sh = shards_[k.shard];
-    std::lock_guard<internal::ShardMutex> lock(sh.mu);
+    internal::ShardLock lock(sh.mu);
     // A reset lifts a penalty block too, whether or not this limit was written with BLOCK.
     const bool state = sh.Erase(kind, k.key);
     const bool block = kind != TableKind::kLeases && sh.blocks.erase(k.key) > 0;
@@ -599,7 +617,7 @@ size_t Limiter::Impl::Sweep(size_t budget) {
   size_t removed = 0;
   for (size_t i = 0; i <= shard_mask_ && removed < budget; ++i) {
     Shard& sh = shards_[sweep_cursor_.fetch_add(1, std::memory_order_relaxed) & shard_mask_];
-    std::lock_guard<internal::ShardMutex> lock(sh.mu);
+    internal::ShardLock lock(sh.mu);
     removed += sh.SweepExpired(expired_at, now, budget - removed);
   }
   return removed;
@@ -609,7 +627,7 @@ LimiterStats Limiter::Impl::Stats() const {
   LimiterStats stats;
   for (size_t i = 0; i <= shard_mask_; ++i) {
     const Shard& sh = shards_[i];
-    std::lock_guard<internal::ShardMutex> lock(sh.mu);
+    internal::ShardLock lock(sh.mu);
     stats.keys += sh.Size();
     stats.memory_bytes += sh.MemoryBytes();
     stats.evictions += sh.evictions;
@@ -625,7 +643,7 @@ LimiterStats Limiter::Impl::Stats() const {
 size_t Limiter::Impl::KeyCount() const {
   size_t keys = 0;
   for (size_t i = 0; i <= shard_mask_; ++i) {
-    std::lock_guard<internal::ShardMutex> lock(shards_[i].mu);
+    internal::ShardLock lock(shards_[i].mu);
     keys += shards_[i].Size();
   }
   return keys;

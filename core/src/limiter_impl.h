@@ -79,7 +79,8 @@ class Limiter::Impl {
   // Locks the distinct shards of `shards[0..n)` in ascending order (sorting them in place);
   // returns how many distinct shards it locked (the first that many entries). A fixed lock order
   // keeps concurrent multi-limit checks deadlock-free. Inline: out of line, the pair cost a
-  // one-limit check ~60 instructions.
+  // one-limit check ~60 instructions. The thread-safety analysis cannot follow a lock set chosen
+  // at run time: callers state that a shard is locked with `mu.AssertHeld()` before using it.
   ABSL_ATTRIBUTE_ALWAYS_INLINE size_t LockShards(uint32_t* shards,
                                                  size_t n) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
     size_t count = 1;
@@ -97,22 +98,29 @@ class Limiter::Impl {
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (size_t i = count; i-- > 0;) shards_[shards[i]].mu.unlock();
   }
+  // Every shard, in the same order (ImportState); the same caveat.
+  void LockAll() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (size_t i = 0; i <= shard_mask_; ++i) shards_[i].mu.lock();
+  }
+  void UnlockAll() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (size_t i = shard_mask_ + 1; i-- > 0;) shards_[i].mu.unlock();
+  }
 
   // The body of a Run on validated limits: hashes, locks, evaluates each limit with its table's
   // helper, decides, writes back or refreshes, unlocks. kN = 1 is the one-limit instance (its
   // loops unrolled), kN = 0 any count; inline in Run (a call with its eight arguments cost a
   // one-limit check ~30 instructions). The shards are locked by LockShards, which the analysis
-  // cannot follow.
+  // cannot follow: each access asserts its shard's lock.
   template <Op kOp, size_t kN>
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Apply(std::string_view scope, std::string_view key,
                                           absl::Span<const Limit> limits, int64_t cost,
-                                          uint64_t nonce, bool* leased,
-                                          Decision& out) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+                                          uint64_t nonce, bool* leased, Decision& out);
 
-  // Penalty blocks of a Run (limiter.cc); `pending` is its array of per-limit work.
+  // Penalty blocks of a Run (limiter.cc), under its shard locks; `pending` is its array of
+  // per-limit work.
   ABSL_ATTRIBUTE_NOINLINE void ApplyBlocks(const void* pending, absl::Span<const Limit> limits,
                                            LimitResult* results, int64_t now, int64_t cost,
-                                           bool commit) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+                                           bool commit);
 
   size_t max_keys_per_shard_;
   size_t max_bytes_per_shard_;  // 0 = none

@@ -1,7 +1,6 @@
 // The Limiter's operations beyond a check: refunds and charges (settle-later costs), releasing a
 // concurrency lease, and rl::Lease itself. Checks, peeks and acquires are in limiter.cc.
 #include <algorithm>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -50,6 +49,7 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
     const Limit& limit = limits[i];
     const uint64_t k = sk[i].key;
     Shard& sh = shards_[sk[i].shard];
+    sh.mu.AssertHeld();  // by LockShards
     LimitResult& r = out->limits[i];
     int64_t expiry_ms = now;
     switch (internal::TableFor(limit.algorithm)) {
@@ -153,12 +153,16 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
       if (until > now) internal::ApplyBlock(r, until, now);
     }
   }
+  if (unstored) {
+    // Still under the lock: Stats() reads the counter under it (incremented after the unlock,
+    // this raced with it).
+    Shard& first = shards_[sk[0].shard];
+    first.mu.AssertHeld();
+    ++first.overflows;
+  }
   UnlockShards(locked, lock_count);
   internal::MakeDecision(n, *out);
-  if (unstored) {
-    ++shards_[sk[0].shard].overflows;
-    out->decided_by = DecidedBy::kOverflow;
-  }
+  if (unstored) out->decided_by = DecidedBy::kOverflow;
   return out;
 }
 
@@ -167,7 +171,7 @@ absl::StatusOr<bool> Limiter::Impl::Release(std::string_view key, std::string_vi
   if (!id.ok()) return id.status();
   const StateKey k = LeaseKeyFor(id->scope_id, key);
   Shard& sh = shards_[k.shard];
-  std::lock_guard<internal::ShardMutex> lock(sh.mu);
+  internal::ShardLock lock(sh.mu);
   const int64_t now = clock_->NowMs();
   auto it = sh.leases.find(k.key);
   if (it == sh.leases.end()) return false;

@@ -12,7 +12,6 @@
 // is not.
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,7 +112,7 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
   uint64_t written = 0;  // records as they are written: checks meanwhile cannot skew it
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
-    std::lock_guard<internal::ShardMutex> lock(sh.mu);
+    internal::ShardLock lock(sh.mu);
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
       ++written;
       w.Put<uint8_t>(
@@ -317,19 +316,19 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   // Second pass: insert, holding every shard's lock (taken in ascending order, as checks take
   // them) so a concurrent check sees all of the snapshot or none of it, and no lock is taken per
   // record.
-  for (size_t i = 0; i < our_shards; ++i) shards_[i].mu.lock();
-  auto unlock_all = [&] {
-    for (size_t i = our_shards; i-- > 0;) shards_[i].mu.unlock();
-  };
+  LockAll();
   for (size_t i = 0; i < our_shards; ++i) {
-    if (shards_[i].Size() != 0) {
-      unlock_all();
+    Shard& sh = shards_[i];
+    sh.mu.AssertHeld();  // by LockAll
+    if (sh.Size() != 0) {
+      UnlockAll();
       return absl::FailedPreconditionError("limiter already holds state");
     }
   }
   seed_ = seed;
   for (size_t i = 0; i < our_shards; ++i) {
     Shard& sh = shards_[i];
+    sh.mu.AssertHeld();
     sh.two.reserve(counts[i * kKinds]);
     sh.three.reserve(counts[i * kKinds + 1]);
     sh.logs.reserve(counts[i * kKinds + 2]);
@@ -343,6 +342,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     (void)ReadRecord(again, version, shards, to_mono, mono_now, &rec);
     if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[rec.shard & shard_mask_];
+    sh.mu.AssertHeld();
     const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
     if (rec.kind == 0) {
       Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
@@ -398,7 +398,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
       }
     }
   }
-  unlock_all();
+  UnlockAll();
   if (states != nullptr) *states = records;
   return absl::OkStatus();
 }

@@ -117,6 +117,7 @@ size_t Shard::FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* kee
   // Expired states go at once; the others are candidates unless protected or kept. Erasing does
   // not move the other elements of an absl table, so the iteration goes on.
   auto visit = [&](auto& table, TableKind kind) {
+    mu.AssertHeld();  // a lambda is a function of its own to the analysis; FreeSafely holds it
     for (auto it = table.begin(); it != table.end();) {
       const uint64_t key = it->key;
       const uint32_t expiry = it->expiry;

@@ -17,7 +17,7 @@ void OutageLog::Failure(const rl::Policy& /*policy*/, const absl::Status& why) {
   if (in_outage_.load(std::memory_order_relaxed)) return;
   std::string line;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(true, std::memory_order_relaxed);
     started_ms_ = clock_->NowMs();
@@ -39,7 +39,7 @@ void OutageLog::Decided(const rl::Decision& decision) {
       by != rl::DecidedBy::kFailClosed) {
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Outside an episode (one that an answer from another thread just ended): nothing to add to.
   if (!in_outage_.load(std::memory_order_relaxed)) return;
   if (by == rl::DecidedBy::kFallback) {
@@ -53,7 +53,7 @@ void OutageLog::Answered() {
   if (!in_outage_.load(std::memory_order_relaxed)) return;
   std::string line;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(false, std::memory_order_relaxed);
     line =

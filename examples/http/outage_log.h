@@ -8,11 +8,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "rl/clock.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
@@ -45,13 +46,13 @@ class OutageLog {
   const rl::Clock* clock_;
   std::function<void(std::string_view)> write_;
   const int64_t fallback_instances_;
-  std::atomic<bool> in_outage_{false};
-  std::mutex mu_;
-  int64_t started_ms_ = 0;  // guarded by mu_, as are the counts
-  uint64_t fallback_allowed_ = 0;
-  uint64_t fallback_denied_ = 0;
-  uint64_t allowed_ = 0;  // by a failure mode
-  uint64_t denied_ = 0;
+  std::atomic<bool> in_outage_{false};  // changed only under mu_; read without it as a fast path
+  absl::Mutex mu_;
+  int64_t started_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t fallback_allowed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t fallback_denied_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t allowed_ ABSL_GUARDED_BY(mu_) = 0;  // by a failure mode
+  uint64_t denied_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace rl_http
