@@ -6,17 +6,17 @@
 // the acceptor's thread.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <atomic>
+#include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
-
-#include <boost/asio/error.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <fmt/core.h>
 
 namespace rl::server {
 

@@ -14,8 +14,8 @@ constexpr size_t kMaxNameLen = 64;
 
 void WriteFlags(resp::Writer& w, uint32_t flags) {
   static constexpr std::pair<uint32_t, std::string_view> kNames[] = {
-      {kCmdWrite, "write"}, {kCmdReadonly, "readonly"}, {kCmdAdmin, "admin"},
-      {kCmdNoAuth, "no_auth"}, {kCmdFast, "fast"}, {kCmdLoading, "loading"},
+      {kCmdWrite, "write"},    {kCmdReadonly, "readonly"}, {kCmdAdmin, "admin"},
+      {kCmdNoAuth, "no_auth"}, {kCmdFast, "fast"},         {kCmdLoading, "loading"},
       {kCmdStale, "stale"}};
   size_t n = 0;
   for (const auto& [bit, name] : kNames) n += (flags & bit) ? 1 : 0;
@@ -26,8 +26,8 @@ void WriteFlags(resp::Writer& w, uint32_t flags) {
 }
 
 void WriteArg(resp::Writer& w, const ArgDoc& arg) {
-  size_t fields = 2 + (arg.token.empty() ? 0 : 1) + (arg.flags ? 1 : 0) +
-                  (arg.arguments.empty() ? 0 : 1);
+  size_t fields =
+      2 + (arg.token.empty() ? 0 : 1) + (arg.flags ? 1 : 0) + (arg.arguments.empty() ? 0 : 1);
   w.MapHeader(fields);
   w.Bulk("name");
   w.Bulk(arg.name);

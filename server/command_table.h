@@ -28,16 +28,16 @@ struct CommandSpec;
 // the fields after `id` that change are atomics or written under the ClientRegistry's lock.
 struct ClientSession {
   uint64_t id = 0;
-  int protocol = 2;            // 2 or 3 (HELLO); shared: written under the registry lock
-  bool authenticated = false;  // true when no password is configured
+  int protocol = 2;                // 2 or 3 (HELLO); shared: written under the registry lock
+  bool authenticated = false;      // true when no password is configured
   bool close_after_reply = false;  // QUIT
   std::string name;                // CLIENT SETNAME; shared
   std::string lib_name;            // CLIENT SETINFO LIB-NAME; shared
   std::string lib_ver;             // CLIENT SETINFO LIB-VER; shared
-  std::string addr;            // peer ip:port
-  std::string laddr;           // local ip:port
-  int fd = -1;                 // the socket
-  int64_t created_ms = 0;      // steady clock
+  std::string addr;                // peer ip:port
+  std::string laddr;               // local ip:port
+  int fd = -1;                     // the socket
+  int64_t created_ms = 0;          // steady clock
   std::atomic<int64_t> last_active_ms{0};  // steady clock; for the idle timeout
   // For CLIENT LIST, published by the connection with relaxed stores: the last command run,
   // unparsed input bytes, the input buffer's size and replies not yet written.
@@ -60,7 +60,7 @@ struct CommandContext {
 using Handler = void (*)(CommandContext& ctx);
 
 enum CommandFlag : uint32_t {
-  kCmdNoAuth = 1u << 0,    // may run before AUTH
+  kCmdNoAuth = 1u << 0,  // may run before AUTH
   kCmdFast = 1u << 1,
   kCmdWrite = 1u << 2,
   kCmdReadonly = 1u << 3,
@@ -75,8 +75,8 @@ using rl::command::kArgMultiple;
 using rl::command::kArgOptional;
 
 struct CommandSpec {
-  std::string name;   // lower case; subcommands are "parent|sub"
-  int arity = 0;      // counts the name; negative = at least -arity
+  std::string name;  // lower case; subcommands are "parent|sub"
+  int arity = 0;     // counts the name; negative = at least -arity
   uint32_t flags = 0;
   Handler handler = nullptr;
   int first_key = 0;  // 1 for commands whose first argument is a key

@@ -3,18 +3,17 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-
-#include <boost/asio/ip/address.hpp>
-#include <fmt/core.h>
-#include <toml++/toml.h>
 
 #include "absl/status/status.h"
 #include "rl/limit.h"
@@ -186,8 +185,11 @@ absl::StatusOr<std::string> AsciiForToml(std::string_view text, std::string_view
         valid = (b(k) & 0xC0) == 0x80;
         cp = (cp << 6) | (b(k) & 0x3F);
       }
-      valid = valid && cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u) && cp <= 0x10FFFF &&
-              (cp < 0xD800 || cp > 0xDFFF);
+      valid = valid &&
+              cp >= (n == 2   ? 0x80u
+                     : n == 3 ? 0x800u
+                              : 0x10000u) &&
+              cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
       if (in == In::kComment) {
         out.push_back('?');
       } else if (!valid) {
@@ -231,7 +233,8 @@ absl::StatusOr<std::string> AsciiForToml(std::string_view text, std::string_view
       case In::kMultiBasic:
         if (c == '\\' && i < text.size()) {
           // The escaped character as is; a non-ASCII one is an invalid escape, kept invalid.
-          if (static_cast<unsigned char>(text[i]) >= 0x80) return fail("invalid escape in a string");
+          if (static_cast<unsigned char>(text[i]) >= 0x80)
+            return fail("invalid escape in a string");
           if (text[i] == '\n') ++line;
           out.push_back(text[i++]);
           break;

@@ -13,36 +13,36 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "rl/limiter.h"
 #include "absl/types/span.h"
+#include "rl/limiter.h"
 
 namespace rl::server {
 
 struct ServerConfig {
-  int port = 6380;                 // 0 = any free port (printed on stdout when ready)
+  int port = 6380;  // 0 = any free port (printed on stdout when ready)
   std::string bind = "127.0.0.1";
-  int threads = 0;                 // 0 = one per core
-  std::string requirepass;         // empty = no authentication
+  int threads = 0;          // 0 = one per core
+  std::string requirepass;  // empty = no authentication
   std::string config_file;
   int64_t maxclients = 10000;
-  int64_t timeout_s = 0;           // idle seconds before a client is closed; 0 = never
-  size_t max_keys = 0;             // limiter bound; 0 = engine default
-  size_t max_memory = 0;           // limiter bound in bytes; 0 = none
+  int64_t timeout_s = 0;  // idle seconds before a client is closed; 0 = never
+  size_t max_keys = 0;    // limiter bound; 0 = engine default
+  size_t max_memory = 0;  // limiter bound in bytes; 0 = none
   // New keys when a bound is reached and nothing is safe to evict (see
   // rl::LimiterOptions::overflow).
   rl::FailureMode overflow = rl::FailureMode::kFailOpen;
-  bool protected_mode = true;      // refuse a non-loopback bind without a password
+  bool protected_mode = true;             // refuse a non-loopback bind without a password
   size_t client_output_limit = 64 << 20;  // bytes of unsent replies before a client is dropped
   // Input: one bulk argument, one client's unparsed bytes, and all clients' input buffers
   // together (a client whose buffer would grow past either limit is disconnected).
   size_t proto_max_bulk_len = 512 << 10;
   size_t client_query_limit = 16 << 20;
   size_t client_query_total = 256 << 20;
-  bool quiet = false;              // no log lines on stderr
-  std::string snapshot_file;       // limiter state + policies; empty = no snapshots
+  bool quiet = false;                   // no log lines on stderr
+  std::string snapshot_file;            // limiter state + policies; empty = no snapshots
   int64_t snapshot_interval_ms = 3000;  // periodic save; also on SIGTERM/SIGINT
-  bool snapshot_strict = false;    // refuse to start when the snapshot cannot be loaded
-  int metrics_port = 0;            // Prometheus GET /metrics on --bind; 0 = off
+  bool snapshot_strict = false;         // refuse to start when the snapshot cannot be loaded
+  int metrics_port = 0;                 // Prometheus GET /metrics on --bind; 0 = off
   // (name, spec) from the config file's [policies] table, in file order.
   std::vector<std::pair<std::string, std::string>> policies;
 };

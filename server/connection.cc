@@ -2,11 +2,10 @@
 #include "connection.h"
 
 #include <algorithm>
+#include <boost/asio/write.hpp>
 #include <cstring>
 #include <new>
 #include <utility>
-
-#include <boost/asio/write.hpp>
 
 #include "server.h"
 #include "server_state.h"
@@ -97,10 +96,8 @@ void Connection::DoRead() {
   session_.query_size.store(in_.size(), std::memory_order_relaxed);
   socket_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
-      WithMemory(&read_memory_,
-                 [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                   self->OnRead(ec, n);
-                 }));
+      WithMemory(&read_memory_, [self = shared_from_this()](const boost::system::error_code& ec,
+                                                            size_t n) { self->OnRead(ec, n); }));
 }
 
 void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
@@ -210,10 +207,8 @@ void Connection::MaybeWrite() {
   session_.output_pending.store(writing_.size(), std::memory_order_relaxed);
   asio::async_write(
       socket_, asio::buffer(writing_),
-      WithMemory(&write_memory_,
-                 [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                   self->OnWrite(ec, n);
-                 }));
+      WithMemory(&write_memory_, [self = shared_from_this()](const boost::system::error_code& ec,
+                                                             size_t n) { self->OnWrite(ec, n); }));
 }
 
 void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {

@@ -5,6 +5,7 @@
 // nobody else notices). Lives on one I/O thread; never locked.
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <list>
@@ -12,8 +13,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/asio/ip/tcp.hpp>
 
 #include "command_table.h"
 #include "handler_memory.h"

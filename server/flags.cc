@@ -1,14 +1,14 @@
 // Command-line flags (Boost.Program_options) over the config file. Numeric flags are read as
 // text and checked against NumericSettings() here, not by program_options: its unsigned parsing
 // wraps "-1" to 2^64-1 and its errors do not say the accepted range.
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cctype>
 #include <iostream>
 #include <map>
 #include <thread>
-
-#include <boost/program_options.hpp>
-#include <fmt/core.h>
 
 #include "config.h"
 
@@ -48,11 +48,26 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   add("help,h", "print this help and exit");
   add("version,v", "print the version and exit");
   // In --help order; numeric ones come from NumericSettings().
-  for (std::string_view name :
-       {"port", "bind", "threads", "requirepass", "config", "maxclients", "timeout", "max-keys",
-        "max-memory", "overflow", "client-output-limit", "proto-max-bulk-len", "client-query-buffer-limit",
-        "client-query-buffer-total", "protected-mode", "snapshot", "snapshot-interval",
-        "snapshot-strict", "metrics-port", "quiet"}) {
+  for (std::string_view name : {"port",
+                                "bind",
+                                "threads",
+                                "requirepass",
+                                "config",
+                                "maxclients",
+                                "timeout",
+                                "max-keys",
+                                "max-memory",
+                                "overflow",
+                                "client-output-limit",
+                                "proto-max-bulk-len",
+                                "client-query-buffer-limit",
+                                "client-query-buffer-total",
+                                "protected-mode",
+                                "snapshot",
+                                "snapshot-interval",
+                                "snapshot-strict",
+                                "metrics-port",
+                                "quiet"}) {
     if (const NumericSetting* s = FindNumericSetting(name)) {
       std::string& text = numbers[std::string(name)];
       add(std::string(name).c_str(), po::value<std::string>(&text)->default_value(text),

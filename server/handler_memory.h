@@ -45,12 +45,8 @@ class HandlerAllocator {
   HandlerAllocator(const HandlerAllocator<U>& other) noexcept : memory_(other.memory_) {}
   T* allocate(size_t n) const { return static_cast<T*>(memory_->Allocate(sizeof(T) * n)); }
   void deallocate(T* p, size_t) const { memory_->Deallocate(p); }
-  bool operator==(const HandlerAllocator& other) const noexcept {
-    return memory_ == other.memory_;
-  }
-  bool operator!=(const HandlerAllocator& other) const noexcept {
-    return memory_ != other.memory_;
-  }
+  bool operator==(const HandlerAllocator& other) const noexcept { return memory_ == other.memory_; }
+  bool operator!=(const HandlerAllocator& other) const noexcept { return memory_ != other.memory_; }
 
  private:
   template <typename>

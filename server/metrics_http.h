@@ -6,9 +6,9 @@
 #pragma once
 
 #include <atomic>
-#include <list>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <list>
 #include <memory>
 #include <string>
 #include <thread>

@@ -35,9 +35,7 @@ class PolicyStore {
     on_removed_ = std::move(on_removed);
   }
 
-  std::shared_ptr<const rl::Policy> Get(std::string_view name) const {
-    return registry_.Get(name);
-  }
+  std::shared_ptr<const rl::Policy> Get(std::string_view name) const { return registry_.Get(name); }
   std::vector<std::shared_ptr<const rl::Policy>> List() const { return registry_.List(); }
   size_t size() const { return registry_.size(); }
   // Whether `name` was defined by RL.POLICY SET rather than the config file (snapshots keep

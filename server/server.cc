@@ -1,16 +1,15 @@
 // Acceptor, I/O threads, signals and shutdown; see server.h.
 #include "server.h"
 
-#include <chrono>
-#include <csignal>
-#include <cstdio>
-#include <random>
-
+#include <fmt/core.h>
 #include <sys/resource.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-#include <fmt/core.h>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <random>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -175,8 +174,8 @@ absl::Status Server::Start() {
   options.clock = state_.clock;
   state_.limiter = std::make_unique<rl::Limiter>(options);
   absl::Status st = state_.policies.LoadFromConfig(c.policies);
-  if (!st.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c.config_file,
-                                                              ToStd(st.message())));
+  if (!st.ok())
+    return absl::InvalidArgumentError(fmt::format("{}: {}", c.config_file, ToStd(st.message())));
   state_.start_steady_ms = state_.clock->NowMs();
   state_.run_id = RandomRunId();
   for (int i = 0; i < c.threads; ++i) {
@@ -253,9 +252,8 @@ void Server::Accept() {
         // Count now so a burst of accepts cannot overshoot maxclients before the worker runs;
         // the connection gives the slot back when it is destroyed.
         global.connected_clients.fetch_add(1, std::memory_order_relaxed);
-        asio::post(target.context(), [&target, s = std::move(socket)]() mutable {
-          target.Adopt(std::move(s));
-        });
+        asio::post(target.context(),
+                   [&target, s = std::move(socket)]() mutable { target.Adopt(std::move(s)); });
       }
     } else if (ec == asio::error::operation_aborted) {
       return;
@@ -332,8 +330,8 @@ void Server::ForceStop() {
 int Server::Run() {
   Accept();
   WaitSignal();
-  Log(state_.config, fmt::format("{} I/O threads, {} policies", workers_.size(),
-                                 state_.policies.size()));
+  Log(state_.config,
+      fmt::format("{} I/O threads, {} policies", workers_.size(), state_.policies.size()));
   // The readiness line tests and scripts wait for (and learn the port from, with --port 0).
   fmt::print("rl-server ready: listening on {}:{}\n", state_.config.bind, state_.port);
   std::fflush(stdout);
@@ -360,9 +358,9 @@ int Server::Run() {
     absl::Status saved = snapshotter_->Save();
     if (saved.ok()) {
       PersistenceStats ps = snapshotter_->Stats();
-      Log(state_.config, fmt::format("snapshot saved to {}: {} states in {} ms",
-                                     state_.config.snapshot_file, ps.last_save_keys,
-                                     ps.last_save_duration_us / 1000));
+      Log(state_.config,
+          fmt::format("snapshot saved to {}: {} states in {} ms", state_.config.snapshot_file,
+                      ps.last_save_keys, ps.last_save_duration_us / 1000));
     } else {
       Log(state_.config, fmt::format("final snapshot failed: {}", ToStd(saved.message())));
       exit_code = 1;  // a supervisor should notice that state was lost

@@ -6,17 +6,16 @@
 #pragma once
 
 #include <atomic>
-#include <list>
-#include <memory>
-#include <string_view>
-#include <thread>
-#include <vector>
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <list>
+#include <memory>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server_state.h"

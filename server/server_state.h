@@ -33,11 +33,11 @@ struct ServerState {
   GlobalStats global;
   std::vector<std::unique_ptr<WorkerStats>> worker_stats;  // one per I/O thread
   std::atomic<uint64_t> next_client_id{1};
-  int port = 0;                // the port actually bound
-  int64_t start_steady_ms = 0;  // clock->NowMs() at start
-  std::string run_id;          // 40 hex chars, as Redis
+  int port = 0;                        // the port actually bound
+  int64_t start_steady_ms = 0;         // clock->NowMs() at start
+  std::string run_id;                  // 40 hex chars, as Redis
   Snapshotter* snapshotter = nullptr;  // owned by Server; null until Start
-  int metrics_port = 0;        // the Prometheus port actually bound; 0 = off
+  int metrics_port = 0;                // the Prometheus port actually bound; 0 = off
 };
 
 // Constant-time comparison of a password guess (time depends only on the guess's length).

@@ -127,10 +127,10 @@ void BM_ImportState(benchmark::State& state) {
     fixture.reset();
   }
   const std::vector<Limit> limits = {
-      {Algorithm::kTokenBucket, 10, 3600000},   {Algorithm::kGcra, 10, 3600000},
-      {Algorithm::kSlidingLog, 10, 3600000},    {Algorithm::kSlidingWindow, 10, 3600000},
-      {Algorithm::kFixedWindow, 10, 3600000},   {Algorithm::kLeakyBucket, 10, 3600000},
-      {Algorithm::kGcra, 10, 7200000},          {Algorithm::kFixedWindow, 10, 7200000}};
+      {Algorithm::kTokenBucket, 10, 3600000}, {Algorithm::kGcra, 10, 3600000},
+      {Algorithm::kSlidingLog, 10, 3600000},  {Algorithm::kSlidingWindow, 10, 3600000},
+      {Algorithm::kFixedWindow, 10, 3600000}, {Algorithm::kLeakyBucket, 10, 3600000},
+      {Algorithm::kGcra, 10, 7200000},        {Algorithm::kFixedWindow, 10, 7200000}};
   ManualClock clock(0);
   std::string snapshot;
   {

@@ -4,12 +4,12 @@
 // error is an absl::InvalidArgumentError whose text can follow "ERR " in a Redis reply.
 #include "rl/limit.h"
 
-#include "rl/ascii.h"
-
 #include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
+
+#include "rl/ascii.h"
 
 namespace rl {
 namespace {
@@ -277,7 +277,7 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
 }
 
 absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* pos,
-                            absl::Span<Limit> out, size_t* count) {
+                             absl::Span<Limit> out, size_t* count) {
   size_t n = 0;
   size_t i = *pos;
   // The first token must be a limit; after that, the first non-algorithm token ends the list.

@@ -190,8 +190,7 @@ bool LiveRun(int64_t t, int64_t mono_now) { return t > mono_now - kMaxWindowMs; 
 
 // Reads and validates one record, log runs included.
 absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to_mono,
-                        int64_t mono_now,
-                        Record* rec) {
+                        int64_t mono_now, Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
   }

@@ -65,8 +65,8 @@ int64_t Remaining(Limiter& limiter, const std::string& key, const Limit& limit) 
 // division wrapped (issue 10 item 2, found through rl-server's --max-keys -1).
 TEST(EvictionTest, HugeMaxKeysDoesNotWrapToATinyBound) {
   ManualClock clock(0);
-  Limiter limiter(LimiterOptions{
-      .shards = 4, .max_keys = SIZE_MAX, .sweep_interval_ms = 0, .clock = &clock});
+  Limiter limiter(
+      LimiterOptions{.shards = 4, .max_keys = SIZE_MAX, .sweep_interval_ms = 0, .clock = &clock});
   const Limit limit{Algorithm::kFixedWindow, 10, kHour};
   for (int i = 0; i < 1000; ++i) {
     ASSERT_TRUE(limiter.Check("", "k" + std::to_string(i), {limit}).ok());
@@ -140,8 +140,10 @@ TEST(OverflowTest, FailOpenAllowsNewKeysWithoutCountingThem) {
     EXPECT_EQ(d.retry_after_ms, 0);
     EXPECT_EQ(d.reset_after_ms, kMinute);
   }
-  EXPECT_FALSE(limiter.Check("", "newcomer", {limit}, 4)->decided_by == DecidedBy::kOverflow) << "denied: nothing to store";
-  EXPECT_FALSE(limiter.Peek("", "newcomer", {limit})->decided_by == DecidedBy::kOverflow) << "a peek stores nothing";
+  EXPECT_FALSE(limiter.Check("", "newcomer", {limit}, 4)->decided_by == DecidedBy::kOverflow)
+      << "denied: nothing to store";
+  EXPECT_FALSE(limiter.Peek("", "newcomer", {limit})->decided_by == DecidedBy::kOverflow)
+      << "a peek stores nothing";
   EXPECT_EQ(limiter.KeyCount(), 64u);
   EXPECT_EQ(limiter.Stats().overflows, 10u);
   EXPECT_EQ(limiter.Stats().evictions, 0u);
@@ -235,7 +237,9 @@ TEST(OverflowTest, RewrittenStatesBecomeEvictableAgain) {
   // Rewritten with 2 of 10 used: evictable.
   for (int i = 0; i < 64; ++i) ASSERT_EQ(limiter.Check("", Key("full", i), {limit})->remaining, 8);
   int refused = 0;
-  while (refused < 64 && limiter.Check("", Key("late", refused), {limit})->decided_by == DecidedBy::kOverflow) ++refused;
+  while (refused < 64 &&
+         limiter.Check("", Key("late", refused), {limit})->decided_by == DecidedBy::kOverflow)
+    ++refused;
   EXPECT_LE(refused, 16);
   EXPECT_EQ(Remaining(limiter, Key("late", refused), limit), 9) << "stored";
 }
@@ -279,11 +283,14 @@ TEST(EvictionSnapshotTest, VersionTwoLoadsWithStatesProtected) {
   };
   Limiter b(LimiterOptions{.shards = 1, .max_keys = 1, .sweep_interval_ms = 0, .clock = &clock});
   ASSERT_TRUE(b.ImportState(with(2)).ok());
-  EXPECT_TRUE(b.Check("", "new", {day})->decided_by == DecidedBy::kOverflow) << "the version 2 state is protected";
+  EXPECT_TRUE(b.Check("", "new", {day})->decided_by == DecidedBy::kOverflow)
+      << "the version 2 state is protected";
   EXPECT_EQ(Remaining(b, "old", day), 9);
   ASSERT_TRUE(b.Check("", "old", {day})->allowed);  // rewritten: 2 of 10 used, level known
   int refused = 0;  // the next search for room comes within 16 refusals
-  while (refused < 20 && b.Check("", Key("new", refused), {day})->decided_by == DecidedBy::kOverflow) ++refused;
+  while (refused < 20 &&
+         b.Check("", Key("new", refused), {day})->decided_by == DecidedBy::kOverflow)
+    ++refused;
   EXPECT_LE(refused, 16);
   EXPECT_EQ(Remaining(b, "old", day), 10) << "evicted";
   Limiter c(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});

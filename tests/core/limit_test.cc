@@ -354,10 +354,9 @@ TEST(PolicyTest, ParsesLimitsAndFlags) {
   // A repeated flag is a mistake worth reporting, not something to accept silently.
   EXPECT_EQ(ParsePolicy("api", std::string_view("GCRA 1 1s SHADOW SHADOW")).status().message(),
             "SHADOW given more than once");
-  EXPECT_EQ(ParsePolicy("api", std::string_view("GCRA 1 1s FAIL_CLOSED FAIL_CLOSED"))
-                .status()
-                .message(),
-            "failure mode given more than once");
+  EXPECT_EQ(
+      ParsePolicy("api", std::string_view("GCRA 1 1s FAIL_CLOSED FAIL_CLOSED")).status().message(),
+      "failure mode given more than once");
 }
 
 TEST(PolicyTest, TokenOverloadMatchesStringOverload) {

@@ -2,7 +2,6 @@
 // limit, separate states), peek, reset, validation, edge cases (idle years, huge values, a clock
 // that stands still, changed limits), expiry, sweeping and eviction at the key bound.
 #include "rl/limiter.h"
-#include "step.h"
 
 #include <chrono>
 #include <string>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "step.h"
 
 namespace rl {
 namespace {

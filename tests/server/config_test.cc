@@ -1,14 +1,14 @@
 // Unit tests of rl-server's startup pieces that need no process: memory sizes, loopback
 // detection, the TOML config file (flags win, unknown keys rejected, policies in order), and the
 // password comparison.
-#include <gtest/gtest.h>
+#include "config.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
-#include "config.h"
 #include "server_state.h"
 
 namespace rl::server {
@@ -131,8 +131,8 @@ TEST(ConfigTest, NonAsciiReachesTomlOnlyAsEscapes) {
   absl::Status st = LoadConfigText("max-keys = 42\n\xc5\xa0x = 1\n", "a.toml", {}, &c);
   EXPECT_EQ(st.message(), "a.toml:2: non-ASCII character outside a quoted string or comment");
   EXPECT_FALSE(LoadConfigText("max-keys = -2\"\xc9\x8e\"\n", "b.toml", {}, &c).ok());
-  EXPECT_FALSE(LoadConfigText("max-ke= 429'''49672648\x0f['))A\xef\xb6\xbfOPv\n", "b.toml", {}, &c)
-                   .ok());
+  EXPECT_FALSE(
+      LoadConfigText("max-ke= 429'''49672648\x0f['))A\xef\xb6\xbfOPv\n", "b.toml", {}, &c).ok());
   EXPECT_EQ(LoadConfigText("snapshot = '/tmp/\xc3\xa9'\n", "c.toml", {}, &c).message(),
             "c.toml:1: non-ASCII character in a '...' string: write it in a \"...\" string");
   EXPECT_EQ(LoadConfigText("requirepass = \"a\xff\"\n", "d.toml", {}, &c).message(),

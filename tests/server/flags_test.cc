@@ -3,7 +3,6 @@
 // unknown flag is a usage error, exit 2), and a config path that is not a readable regular file
 // is refused at start and, on SIGHUP, leaves the current policies in place.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>

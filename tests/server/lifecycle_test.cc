@@ -2,7 +2,6 @@
 // reloads the config file's policies without dropping state (runtime policies survive, a broken
 // file changes nothing), flags and the config file, and protected mode.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -146,9 +145,9 @@ TEST(LifecycleTest, ProtectedModeRefusesOpenBindWithoutPassword) {
 TEST(LifecycleTest, HelpListsFlagsAndBadConfigFails) {
   std::string out;
   EXPECT_EQ(RunAndCapture("--help", &out), 0);
-  for (const char* flag : {"--port", "--bind", "--threads", "--requirepass", "--config",
-                           "--maxclients", "--timeout", "--max-keys", "--max-memory",
-                           "--protected-mode"}) {
+  for (const char* flag :
+       {"--port", "--bind", "--threads", "--requirepass", "--config", "--maxclients", "--timeout",
+        "--max-keys", "--max-memory", "--protected-mode"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
   }
   std::string path = TempFile("[policies]\nbad = \"GCRA x 1s\"\n");

@@ -2,7 +2,6 @@
 // connection, Redis's error texts, HELLO/AUTH, the admin commands, COMMAND DOCS's shape, and the
 // bounds (maxclients, output buffer cap, idle timeout, HTTP requests).
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 
 #include <chrono>
@@ -58,8 +57,7 @@ TEST_F(ProtocolTest, RedisErrorTexts) {
   EXPECT_EQ(c.Call({"FOO", "a", "b"}).str,
             "ERR unknown command 'FOO', with args beginning with: 'a' 'b' ");
   EXPECT_EQ(c.Call({"foo"}).str, "ERR unknown command 'foo', with args beginning with: ");
-  EXPECT_EQ(c.Call({"rl.check", "k"}).str,
-            "ERR wrong number of arguments for 'rl.check' command");
+  EXPECT_EQ(c.Call({"rl.check", "k"}).str, "ERR wrong number of arguments for 'rl.check' command");
   EXPECT_EQ(c.Call({"ECHO"}).str, "ERR wrong number of arguments for 'echo' command");
   EXPECT_EQ(c.Call({"CLIENT", "SETNAME"}).str,
             "ERR wrong number of arguments for 'client|setname' command");

@@ -2,7 +2,6 @@
 // (or refuses to start); running out of descriptors makes the accept loops wait instead of
 // spinning at 100% CPU, and clients are served again once descriptors free up.
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 #include <unistd.h>
 

@@ -106,8 +106,8 @@ TEST_F(RlCommandsTest, Resp2ArrayAndResp3Map) {
 TEST_F(RlCommandsTest, MultipleLimitsAllOrNothing) {
   RespClient c(port());
   // The second limit (2 per minute) binds; a denial by it consumes nothing from the first.
-  std::vector<std::string> cmd = {"RL.CHECK", "multi", "SLIDING_WINDOW", "100", "1m",
-                                  "FIXED_WINDOW", "2", "1m"};
+  std::vector<std::string> cmd = {
+      "RL.CHECK", "multi", "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW", "2", "1m"};
   EXPECT_EQ(c.Call(cmd).Ints()[0], 1);
   EXPECT_EQ(c.Call(cmd).Ints()[0], 1);
   std::vector<int64_t> denied = c.Call(cmd).Ints();
@@ -174,8 +174,9 @@ TEST_F(RlCommandsTest, Headers) {
 TEST_F(RlCommandsTest, PolicySetGetDelList) {
   RespClient c(port());
   EXPECT_EQ(c.Call({"RL.POLICY", "SET", "p1", "TOKEN_BUCKET", "3", "1m"}).str, "OK");
-  EXPECT_EQ(c.Call({"rl.policy", "set", "p2", "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW",
-                    "5000", "1d"}).str,
+  EXPECT_EQ(c.Call({"rl.policy", "set", "p2", "SLIDING_WINDOW", "100", "1m", "FIXED_WINDOW", "5000",
+                    "1d"})
+                .str,
             "OK");
   EXPECT_EQ(c.Call({"RL.POLICY", "GET", "p1"}).str, "TOKEN_BUCKET 3 1m");
   EXPECT_TRUE(c.Call({"RL.POLICY", "GET", "nope"}).is_null());
@@ -197,7 +198,8 @@ TEST_F(RlCommandsTest, PolicySetGetDelList) {
   EXPECT_EQ(c.Call({"RL.POLICY", "DEL", "p1"}).integer, 1);
   EXPECT_EQ(c.Call({"RL.POLICY", "DEL", "p1"}).integer, 0);
   EXPECT_TRUE(c.Call({"RL.CHECK", "u", "POLICY", "p1"}).is_error());
-  EXPECT_EQ(c.Call({"RL.POLICY", "NOPE"}).str, "ERR unknown subcommand 'NOPE'. Try RL.POLICY HELP.");
+  EXPECT_EQ(c.Call({"RL.POLICY", "NOPE"}).str,
+            "ERR unknown subcommand 'NOPE'. Try RL.POLICY HELP.");
   EXPECT_EQ(c.Call({"RL.POLICY", "GET"}).str,
             "ERR wrong number of arguments for 'rl.policy|get' command");
 }

@@ -3,7 +3,6 @@
 // torn down after the connection list), and a second SIGTERM during the grace period closes the
 // remaining clients at once, saves the snapshot and exits 1.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>

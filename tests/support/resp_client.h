@@ -21,15 +21,16 @@
 namespace rl::test {
 
 struct Reply {
-  char type = 0;         // RESP type byte: + - : $ * % ~ _ # , = ( > ; 'X' = connection closed
-  std::string str;       // simple/bulk/error/verbatim text
+  char type = 0;    // RESP type byte: + - : $ * % ~ _ # , = ( > ; 'X' = connection closed
+  std::string str;  // simple/bulk/error/verbatim text
   int64_t integer = 0;
   std::vector<Reply> elements;  // arrays, sets, pushes; maps as key, value, key, value
 
   bool closed() const { return type == 'X'; }
   bool is_error() const { return type == '-'; }
-  bool is_null() const { return type == '_' || (type == '$' && integer == -1) ||
-                                (type == '*' && integer == -1); }
+  bool is_null() const {
+    return type == '_' || (type == '$' && integer == -1) || (type == '*' && integer == -1);
+  }
   // Map lookup by key for '%' replies (and flat RESP2 arrays of pairs).
   const Reply* Get(std::string_view key) const {
     for (size_t i = 0; i + 1 < elements.size(); i += 2) {
@@ -102,7 +103,10 @@ class RespClient {
     r.type = line[0];
     std::string body = line.substr(1);
     switch (r.type) {
-      case '+': case '-': case '(': case ',':
+      case '+':
+      case '-':
+      case '(':
+      case ',':
         r.str = body;
         break;
       case ':':
@@ -113,7 +117,9 @@ class RespClient {
         break;
       case '_':
         break;
-      case '$': case '=': case '!': {
+      case '$':
+      case '=':
+      case '!': {
         r.integer = std::strtoll(body.c_str(), nullptr, 10);
         if (r.integer >= 0) {
           if (!ReadExact(static_cast<size_t>(r.integer) + 2, &r.str)) r.type = 'X';
@@ -122,7 +128,10 @@ class RespClient {
         }
         break;
       }
-      case '*': case '~': case '>': case '%': {
+      case '*':
+      case '~':
+      case '>':
+      case '%': {
         r.integer = std::strtoll(body.c_str(), nullptr, 10);
         int64_t n = r.type == '%' ? r.integer * 2 : r.integer;
         for (int64_t i = 0; i < n; ++i) {

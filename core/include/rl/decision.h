@@ -27,7 +27,7 @@ enum class DecidedBy : uint8_t {
 // The outcome for one limit of a check.
 struct LimitResult {
   bool allowed = true;
-  int64_t limit = 0;           // the limit's LIMIT (its capacity for bucket algorithms)
+  int64_t limit = 0;  // the limit's LIMIT (its capacity for bucket algorithms)
   int64_t window_ms = 0;
   int64_t remaining = 0;       // left after this call; never negative
   int64_t retry_after_ms = 0;  // 0 when allowed (leaky bucket: the delay to wait); -1 = never

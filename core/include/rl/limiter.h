@@ -18,9 +18,9 @@
 namespace rl {
 
 struct LimiterOptions {
-  size_t shards = 0;                 // 0 = automatic; rounded up to a power of two
-  size_t max_keys = 0;               // 0 = default (large enough for at least 10 M keys)
-  size_t max_memory_bytes = 0;       // 0 = no byte bound beyond max_keys
+  size_t shards = 0;            // 0 = automatic; rounded up to a power of two
+  size_t max_keys = 0;          // 0 = default (large enough for at least 10 M keys)
+  size_t max_memory_bytes = 0;  // 0 = no byte bound beyond max_keys
   // What a check does with a new state (a key seen for the first time under a limit) when the
   // store is at max_keys or max_memory_bytes and nothing can be evicted safely. Eviction takes
   // expired states first, then states that had used at most a quarter of their allowance when
