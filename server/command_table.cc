@@ -5,6 +5,7 @@
 #include <charconv>
 #include <string>
 
+#include "rl/ascii.h"
 #include "server_state.h"
 
 namespace rl::server {
@@ -80,12 +81,6 @@ std::string Syntax(const ArgDoc& arg, std::vector<const ArgDoc*>* blocks) {
   return optional;
 }
 
-std::string Upper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
-  return out;
-}
-
 // Adds "<parent>|help" to every container that lacks one.
 void AddHelpRows(std::vector<CommandSpec>* rows) {
   for (CommandSpec& row : *rows) {
@@ -120,7 +115,7 @@ void WriteHelp(CommandContext& ctx) {
     return line.append(row.help_summary.empty() ? row.summary : row.help_summary);
   };
   std::vector<std::string> lines;
-  lines.push_back(Upper(parent->name));
+  lines.push_back(AsciiUppered(parent->name));
   lines.back().append(" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
   if (parent->handler != nullptr) {  // runs with no subcommand too
     lines.emplace_back("(no subcommand)");
@@ -130,7 +125,7 @@ void WriteHelp(CommandContext& ctx) {
   for (const CommandSpec& sub : parent->subcommands) {
     std::string line = sub.help_usage;
     if (line.empty()) {
-      line = Upper(std::string_view(sub.name).substr(sub.name.find('|') + 1));
+      line = AsciiUppered(std::string_view(sub.name).substr(sub.name.find('|') + 1));
       for (const ArgDoc& arg : sub.arguments) line.append(" ").append(Syntax(arg, &blocks));
     }
     lines.push_back(std::move(line));
@@ -279,21 +274,11 @@ std::string_view LowerInto(std::string_view name, char* buf, size_t cap) {
   return std::string_view(buf, name.size());
 }
 
-namespace {
-// Redis replaces CR and LF in error texts so the reply stays one line.
-std::string Sanitize(std::string s) {
-  for (char& c : s) {
-    if (c == '\r' || c == '\n') c = ' ';
-  }
-  return s;
-}
-}  // namespace
-
 void WriteWrongArity(resp::Writer& w, std::string_view full_name) {
   std::string msg = "ERR wrong number of arguments for '";
   msg.append(full_name);
   msg.append("' command");
-  w.Error(Sanitize(std::move(msg)));
+  w.Error(msg);  // the writer keeps it one line (CR/LF become spaces)
 }
 
 void WriteUnknownCommand(resp::Writer& w, absl::Span<const std::string_view> args) {
@@ -310,18 +295,17 @@ void WriteUnknownCommand(resp::Writer& w, absl::Span<const std::string_view> arg
     msg.append("' ");
     used += take + 3;
   }
-  w.Error(Sanitize(std::move(msg)));
+  w.Error(msg);  // the writer keeps it one line (CR/LF become spaces)
 }
 
 void WriteUnknownSubcommand(resp::Writer& w, std::string_view sub, std::string_view parent) {
-  std::string upper(parent);
-  for (char& c : upper) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  const std::string upper = AsciiUppered(parent);
   std::string msg = "ERR unknown subcommand '";
   msg.append(sub.substr(0, 128));
   msg.append("'. Try ");
   msg.append(upper);
   msg.append(" HELP.");
-  w.Error(Sanitize(std::move(msg)));
+  w.Error(msg);  // the writer keeps it one line (CR/LF become spaces)
 }
 
 void WriteSyntaxError(resp::Writer& w) { w.Error("ERR syntax error"); }

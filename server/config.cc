@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "absl/status/status.h"
+#include "rl/ascii.h"
 #include "rl/limit.h"
 
 namespace rl::server {
@@ -86,16 +87,10 @@ constexpr NumericSetting kSettings[] = {
 };
 // clang-format on
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 absl::StatusOr<bool> ParseYesNo(std::string_view text) {
-  std::string lower = Lower(text);
+  std::string lower = AsciiLowered(text);
   if (lower == "yes" || lower == "true" || lower == "1") return true;
   if (lower == "no" || lower == "false" || lower == "0") return false;
   return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
@@ -317,7 +312,7 @@ absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text) {
-  const std::string lower = Lower(text);
+  const std::string lower = AsciiLowered(text);
   if (lower == "fail-open") return rl::FailureMode::kFailOpen;
   if (lower == "fail-closed") return rl::FailureMode::kFailClosed;
   return absl::InvalidArgumentError(
@@ -392,7 +387,7 @@ absl::Status CheckConfig(const ServerConfig& c) {
 }
 
 absl::StatusOr<size_t> ParseMemorySize(std::string_view text) {
-  std::string lower = Lower(text);
+  std::string lower = AsciiLowered(text);
   size_t digits = 0;
   while (digits < lower.size() && std::isdigit(static_cast<unsigned char>(lower[digits]))) {
     ++digits;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "config.h"
+#include "rl/ascii.h"
 
 namespace rl::server {
 namespace po = boost::program_options;
@@ -25,7 +26,7 @@ constexpr std::string_view kUsage =
 std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 absl::StatusOr<bool> ParseYesNo(std::string text) {
-  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  text = AsciiLowered(text);
   if (text == "yes" || text == "true" || text == "1") return true;
   if (text == "no" || text == "false" || text == "0") return false;
   return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));

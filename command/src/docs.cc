@@ -4,6 +4,8 @@
 #include <cctype>
 #include <utility>
 
+#include "rl/ascii.h"
+
 namespace rl::command {
 namespace {
 
@@ -156,12 +158,6 @@ std::vector<CommandDoc> MakeDocs() {
   return rows;
 }
 
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string Render(const ArgDoc& arg) {
   std::string text;
   if (arg.type == "pure-token") {
@@ -205,7 +201,7 @@ const CommandDoc* FindRlCommandDoc(std::string_view name) {
 
 std::string Usage(const CommandDoc& doc) {
   const size_t bar = doc.name.find('|');
-  std::string text = Upper(bar == std::string::npos ? doc.name : doc.name.substr(bar + 1));
+  std::string text = AsciiUppered(bar == std::string::npos ? doc.name : doc.name.substr(bar + 1));
   for (const ArgDoc& arg : doc.arguments) {
     text += ' ';
     text += Render(arg);
@@ -215,7 +211,8 @@ std::string Usage(const CommandDoc& doc) {
 
 std::vector<std::string> HelpLines(const CommandDoc& doc) {
   std::vector<std::string> lines;
-  lines.push_back(Upper(doc.name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  lines.push_back(AsciiUppered(doc.name) +
+                  " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
   for (const CommandDoc& sub : doc.subcommands) {
     lines.push_back(Usage(sub));
     lines.push_back("    " + sub.summary);
