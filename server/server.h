@@ -45,10 +45,12 @@ class Worker {
   // After run() returned on every I/O thread (the grace period is over): closes what is left and
   // runs the aborted handlers, so every connection is freed here, while this worker is whole.
   void Drain();
+  // Closes the clients idle for longer than --timeout (none when it is 0, or while shutting
+  // down). Runs every second from a timer, and on DEBUG SWEEP; on this worker's thread.
+  void Sweep();
 
  private:
   void ScheduleSweep();
-  void Sweep();  // idle timeouts
 
   ServerState* state_;
   WorkerStats* stats_;

@@ -80,18 +80,20 @@ class InProcessServer {
   explicit InProcessServer(server::ServerConfig config = {}) {
     state_.config = std::move(config);
     state_.clock = &clock_;
+    server::InstallDebugClock(&state_);  // DEBUG CLOCK-ADVANCE then moves an offset over clock_
     rl::LimiterOptions options;
-    options.clock = &clock_;
+    options.clock = state_.clock;
     options.max_keys = state_.config.max_keys;
     options.max_memory_bytes = state_.config.max_memory;
     options.overflow = state_.config.overflow;
     state_.limiter = std::make_unique<rl::Limiter>(options);
     EXPECT_TRUE(state_.policies.LoadFromConfig(state_.config.policies).ok());
     state_.worker_stats.push_back(std::make_unique<server::WorkerStats>());
-    state_.start_steady_ms = clock_.NowMs();
+    state_.start_steady_ms = state_.clock->NowMs();
     session_.id = state_.next_client_id.fetch_add(1);
     session_.authenticated = state_.config.requirepass.empty();
-    session_.created_ms = clock_.NowMs();
+    session_.debug_allowed = server::DebugAllowed(state_.config, /*peer_is_local=*/true);
+    session_.created_ms = state_.clock->NowMs();
     state_.clients.Add(&session_);
   }
   ~InProcessServer() { state_.clients.Remove(&session_); }
@@ -103,8 +105,7 @@ class InProcessServer {
     resp::Writer w(&out, session_.protocol);
     server::WorkerStats& stats = *state_.worker_stats[0];
     stats.RecordCommand();
-    if (const server::CommandSpec* spec =
-            state_.commands.Resolve(args, session_.authenticated, w)) {
+    if (const server::CommandSpec* spec = state_.commands.Resolve(args, session_, w)) {
       server::CommandContext ctx{args, w, session_, state_, stats};
       spec->handler(ctx);
     }
