@@ -19,62 +19,6 @@
 
 namespace rl::test {
 
-// Parses one RESP2/RESP3 reply from the front of *in into the test client's Reply; type 'X'
-// when *in ends early.
-inline Reply ParseReply(std::string_view* in) {
-  Reply r;
-  const size_t eol = in->find("\r\n");
-  if (in->empty() || eol == std::string_view::npos) {
-    r.type = 'X';
-    return r;
-  }
-  r.type = (*in)[0];
-  const std::string line(in->substr(1, eol - 1));
-  in->remove_prefix(eol + 2);
-  auto integer = [&] { return line.empty() ? 0 : std::stoll(line); };
-  switch (r.type) {
-    case '+':
-    case '-':
-    case ',':
-    case '(':
-    case '#':
-      r.str = line;
-      break;
-    case ':':
-      r.integer = integer();
-      break;
-    case '_':
-      break;
-    case '$':
-    case '=':
-    case '!':
-      r.integer = integer();
-      if (r.integer >= 0) {
-        const size_t n = static_cast<size_t>(r.integer);
-        if (in->size() < n + 2) {
-          r.type = 'X';
-          break;
-        }
-        r.str = std::string(in->substr(0, n));
-        in->remove_prefix(n + 2);
-        if (r.type == '=') r.str = r.str.substr(4);  // "txt:" prefix
-      }
-      break;
-    case '*':
-    case '~':
-    case '>':
-    case '%': {
-      r.integer = integer();
-      const int64_t n = r.type == '%' ? 2 * r.integer : r.integer;
-      for (int64_t i = 0; i < n; ++i) r.elements.push_back(ParseReply(in));
-      break;
-    }
-    default:
-      r.type = 'X';
-  }
-  return r;
-}
-
 class InProcessServer {
  public:
   explicit InProcessServer(server::ServerConfig config = {}) {
