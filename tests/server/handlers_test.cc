@@ -137,14 +137,14 @@ TEST(DebugCommandTest, RefusedUnlessEnabledAndHiddenFromCommand) {
 TEST(DebugCommandTest, ClockAdvanceMovesTheServersClockForwardOnly) {
   InProcessServer s(DebugOn());
   const std::vector<std::string> check = {"RL.CHECK", "hourly", "GCRA", "1", "1h"};
-  EXPECT_EQ(s.Run(check).Ints()[0], 0);
-  EXPECT_EQ(s.Run(check).Ints()[0], 1) << "denied for an hour";
+  EXPECT_EQ(s.Run(check).Ints()[0], 1);
+  EXPECT_EQ(s.Run(check).Ints()[0], 0) << "denied for an hour";
   const int64_t now = s.state().clock->NowMs();
   const int64_t wall = s.state().clock->WallMs();
   EXPECT_EQ(s.Run({"DEBUG", "CLOCK-ADVANCE", "3600000"}).str, "OK");
   EXPECT_EQ(s.state().clock->NowMs(), now + 3'600'000);
   EXPECT_EQ(s.state().clock->WallMs(), wall) << "snapshot stamps stay true wall times";
-  EXPECT_EQ(s.Run(check).Ints()[0], 0) << "the limiter saw the hour pass";
+  EXPECT_EQ(s.Run(check).Ints()[0], 1) << "the limiter saw the hour pass";
   EXPECT_NE(s.Run({"INFO", "server"}).str.find("uptime_in_seconds:3600\r\n"), std::string::npos);
   s.clock().Advance(5);  // the test's own clock still drives the server under the offset
   EXPECT_EQ(s.state().clock->NowMs(), now + 3'600'005);

@@ -209,16 +209,17 @@ TEST_F(ProtocolTest, MaxClients) {
 }
 
 // The idle timeout without waiting for it: DEBUG CLOCK-ADVANCE moves the server's clock past
-// --timeout and DEBUG SWEEP runs the sweep now. The client that advanced the clock is active at
-// the new time, so only the idle one is closed.
+// --timeout (an hour: real time alone would close nothing during the test) and DEBUG SWEEP runs
+// the sweep now. The client that advanced the clock is active at the new time, so only the idle
+// one is closed.
 TEST_F(ProtocolTest, IdleTimeout) {
-  ServerProcess server({"--timeout", "1", "--enable-debug-command", "yes"});
+  ServerProcess server({"--timeout", "3600", "--enable-debug-command", "yes"});
   ASSERT_GT(server.port(), 0);
   RespClient idle(server.port());
   RespClient busy(server.port());
   ASSERT_EQ(idle.Call({"PING"}).str, "PONG");
   ASSERT_EQ(busy.Call({"PING"}).str, "PONG");
-  ASSERT_EQ(busy.Call({"DEBUG", "CLOCK-ADVANCE", "1001"}).str, "OK");
+  ASSERT_EQ(busy.Call({"DEBUG", "CLOCK-ADVANCE", "3600001"}).str, "OK");
   ASSERT_EQ(busy.Call({"DEBUG", "SWEEP"}).str, "OK");
   EXPECT_TRUE(idle.WaitClosed());
   EXPECT_EQ(busy.Call({"PING"}).str, "PONG");
