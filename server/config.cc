@@ -79,6 +79,10 @@ constexpr NumericSetting kSettings[] = {
      [](const ServerConfig& c) { return c.snapshot_interval_ms; },
      "how often the snapshot is saved, e.g. 1s or 500ms (at most one interval of grants is lost "
      "on a crash)"},
+    {"shutdown-grace", SettingUnit::kDurationMs, 1, 3'600'000,
+     [](ServerConfig& c, int64_t v) { c.shutdown_grace_ms = v; },
+     [](const ServerConfig& c) { return c.shutdown_grace_ms; },
+     "how long SIGTERM/SIGINT lets clients take their replies before closing them, e.g. 5s"},
     {"metrics-port", SettingUnit::kCount, 0, 65535,
      [](ServerConfig& c, int64_t v) { c.metrics_port = static_cast<int>(v); },
      [](const ServerConfig& c) { return int64_t{c.metrics_port}; },

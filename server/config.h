@@ -48,6 +48,8 @@ struct ServerConfig {
   int64_t snapshot_interval_ms = 3000;  // periodic save; also on SIGTERM/SIGINT
   bool snapshot_strict = false;         // refuse to start when the snapshot cannot be loaded
   int metrics_port = 0;                 // Prometheus GET /metrics on --bind; 0 = off
+  // How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
+  int64_t shutdown_grace_ms = 5000;
   DebugCommandMode enable_debug_command = DebugCommandMode::kNo;
   // (name, spec) from the config file's [policies] table, in file order.
   std::vector<std::pair<std::string, std::string>> policies;

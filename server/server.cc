@@ -319,11 +319,11 @@ void Server::Shutdown() {
     asio::post(w->context(), [w] { w->BeginShutdown(); });
   }
   // A client that never reads its replies must not hold the process forever.
-  grace_timer_->expires_after(std::chrono::milliseconds(kShutdownGraceMs));
-  grace_timer_->async_wait([this](const boost::system::error_code& ec) {
+  const int64_t grace_ms = state_.config.shutdown_grace_ms;
+  grace_timer_->expires_after(std::chrono::milliseconds(grace_ms));
+  grace_timer_->async_wait([this, grace_ms](const boost::system::error_code& ec) {
     if (ec) return;
-    Log(state_.config,
-        fmt::format("clients still connected after {} ms: closing them", kShutdownGraceMs));
+    Log(state_.config, fmt::format("clients still connected after {} ms: closing them", grace_ms));
     ForceStop();
   });
 }

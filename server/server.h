@@ -101,9 +101,6 @@ class Server {
   bool forced_ = false;  // control thread; read after it is joined
 };
 
-// How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
-inline constexpr int kShutdownGraceMs = 5000;
-
 // Lowers config->maxclients, with a warning, so clients and the server's own descriptors fit
 // RLIMIT_NOFILE (raising the soft limit first if the hard one allows); an error when not even
 // one client fits.
