@@ -1,6 +1,7 @@
 // rl-server's command rows, gathered from every family; see command_families.h.
 #include "command_families.h"
 
+#include "debug_commands.h"
 #include "persistence_commands.h"
 
 namespace rl::server {
@@ -11,6 +12,7 @@ std::vector<CommandSpec> ServerCommandRows() {
   AddServerCommands(&rows);
   AddRlCommands(&rows);
   AddPersistenceCommands(&rows);
+  AddDebugCommands(&rows);
   return rows;
 }
 

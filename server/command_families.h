@@ -1,6 +1,7 @@
 // The command families of rl-server and the rows of its command table: each family registers
 // its rows from its own file (connection_commands.cc, server_commands.cc, rl_commands.cc,
-// persistence_commands.cc); the table itself (command_table.h) knows none of them.
+// persistence_commands.cc, debug_commands.cc); the table itself (command_table.h) knows none of
+// them.
 #pragma once
 
 #include <string_view>

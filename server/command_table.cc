@@ -183,18 +183,26 @@ bool ArityOk(const CommandSpec& spec, size_t n) {
 }  // namespace
 
 const CommandSpec* CommandTable::Resolve(absl::Span<const std::string_view> args,
-                                         bool authenticated, resp::Writer& w) const {
+                                         const ClientSession& session, resp::Writer& w) const {
   const CommandSpec* spec = Find(args[0]);
   if (spec == nullptr) {
     WriteUnknownCommand(w, args);
     return nullptr;
   }
-  // Redis's order: unknown command, then arity, then authentication.
+  // Redis's order: unknown command, then arity, then protected, then authentication.
   if (!ArityOk(*spec, args.size())) {
     WriteWrongArity(w, spec->name);
     return nullptr;
   }
-  if (!authenticated && !(spec->flags & kCmdNoAuth)) {
+  if ((spec->flags & kCmdProtected) && !session.debug_allowed) {
+    // Redis's text (DEBUG is the only protected command here).
+    w.Error(
+        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+        "you can run it from a local connection, otherwise you need to set this option in the "
+        "configuration file, and then restart the server.");
+    return nullptr;
+  }
+  if (!session.authenticated && !(spec->flags & kCmdNoAuth)) {
     w.Error("NOAUTH Authentication required.");
     return nullptr;
   }

@@ -30,6 +30,7 @@ struct ClientSession {
   uint64_t id = 0;
   int protocol = 2;                // 2 or 3 (HELLO); shared: written under the registry lock
   bool authenticated = false;      // true when no password is configured
+  bool debug_allowed = false;      // may run protected commands (DEBUG); see DebugAllowed
   bool close_after_reply = false;  // QUIT
   std::string name;                // CLIENT SETNAME; shared
   std::string lib_name;            // CLIENT SETINFO LIB-NAME; shared
@@ -67,6 +68,9 @@ enum CommandFlag : uint32_t {
   kCmdAdmin = 1u << 4,
   kCmdLoading = 1u << 5,
   kCmdStale = 1u << 6,
+  // Refused unless enable-debug-command allows the client (Redis's CMD_PROTECTED), and left out
+  // of COMMAND's lists while it is off.
+  kCmdProtected = 1u << 7,
 };
 
 // Argument docs (COMMAND DOCS) are the command layer's, shared with rl.so.
@@ -113,10 +117,10 @@ class CommandTable {
 
   // Lookup by name, case-insensitively; null when unknown. No allocation.
   const CommandSpec* Find(std::string_view name) const;
-  // The row that runs `args` (a subcommand's for a container), checked in Redis's order: unknown
-  // command, arity, authentication, unknown subcommand, the subcommand's arity. Null after
-  // writing the error reply when it may not run.
-  const CommandSpec* Resolve(absl::Span<const std::string_view> args, bool authenticated,
+  // The row that runs `args` (a subcommand's for a container) for `session`, checked in Redis's
+  // order: unknown command, arity, protected (DEBUG), authentication, unknown subcommand, the
+  // subcommand's arity. Null after writing the error reply when it may not run.
+  const CommandSpec* Resolve(absl::Span<const std::string_view> args, const ClientSession& session,
                              resp::Writer& w) const;
   // A subcommand of `parent` by its second argument; null when unknown.
   static const CommandSpec* FindSub(const CommandSpec& parent, std::string_view name);

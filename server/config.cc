@@ -80,6 +80,10 @@ constexpr NumericSetting kSettings[] = {
      [](const ServerConfig& c) { return c.snapshot_interval_ms; },
      "how often the snapshot is saved, e.g. 1s or 500ms (at most one interval of grants is lost "
      "on a crash)"},
+    {"shutdown-grace", SettingUnit::kDurationMs, 1, 3'600'000,
+     [](ServerConfig& c, int64_t v) { c.shutdown_grace_ms = v; },
+     [](const ServerConfig& c) { return c.shutdown_grace_ms; },
+     "how long SIGTERM/SIGINT lets clients take their replies before closing them, e.g. 5s"},
     {"metrics-port", SettingUnit::kCount, 0, 65535,
      [](ServerConfig& c, int64_t v) { c.metrics_port = static_cast<int>(v); },
      [](const ServerConfig& c) { return int64_t{c.metrics_port}; },
@@ -323,6 +327,27 @@ std::string_view OverflowModeName(rl::FailureMode mode) {
   return mode == rl::FailureMode::kFailClosed ? "fail-closed" : "fail-open";
 }
 
+absl::StatusOr<DebugCommandMode> ParseDebugCommandMode(std::string_view text) {
+  const std::string lower = AsciiLowered(text);
+  if (lower == "no") return DebugCommandMode::kNo;
+  if (lower == "yes") return DebugCommandMode::kYes;
+  if (lower == "local") return DebugCommandMode::kLocal;
+  return absl::InvalidArgumentError(
+      fmt::format("enable-debug-command must be no, yes or local, got '{}'", text));
+}
+
+std::string_view DebugCommandModeName(DebugCommandMode mode) {
+  switch (mode) {
+    case DebugCommandMode::kYes:
+      return "yes";
+    case DebugCommandMode::kLocal:
+      return "local";
+    case DebugCommandMode::kNo:
+      break;
+  }
+  return "no";
+}
+
 absl::Span<const NumericSetting> NumericSettings() { return kSettings; }
 
 const NumericSetting* FindNumericSetting(std::string_view name) {
@@ -462,6 +487,17 @@ absl::Status LoadConfigText(std::string_view text, std::string_view source,
       auto mode = ParseOverflowMode(*text);
       if (!mode.ok()) return fail(key, ToStd(mode.status().message()));
       config->overflow = *mode;
+    } else if (key == "enable-debug-command") {
+      // A string as in redis.conf, or a TOML boolean for yes/no.
+      if (const auto* b = value.as_boolean()) {
+        config->enable_debug_command = b->get() ? DebugCommandMode::kYes : DebugCommandMode::kNo;
+      } else if (const auto* s = value.as_string()) {
+        auto mode = ParseDebugCommandMode(s->get());
+        if (!mode.ok()) return fail(key, ToStd(mode.status().message()));
+        config->enable_debug_command = *mode;
+      } else {
+        return fail(key, "must be \"no\", \"yes\" or \"local\"");
+      }
     } else if (key == "snapshot-strict") {
       const auto* b = value.as_boolean();
       if (b == nullptr) return fail(key, "must be true or false");

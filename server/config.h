@@ -18,6 +18,11 @@
 
 namespace rl::server {
 
+// Who may run DEBUG (Redis 7's enable-debug-command): nobody (the default), every client, or
+// only clients connected from this machine (a loopback peer). DEBUG moves the server's clock and
+// forces sweeps, for tests; it has no place in production.
+enum class DebugCommandMode { kNo, kYes, kLocal };
+
 struct ServerConfig {
   int port = 6380;  // 0 = any free port (printed on stdout when ready)
   std::string bind = "127.0.0.1";
@@ -43,6 +48,9 @@ struct ServerConfig {
   int64_t snapshot_interval_ms = 3000;  // periodic save; also on SIGTERM/SIGINT
   bool snapshot_strict = false;         // refuse to start when the snapshot cannot be loaded
   int metrics_port = 0;                 // Prometheus GET /metrics on --bind; 0 = off
+  // How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
+  int64_t shutdown_grace_ms = 5000;
+  DebugCommandMode enable_debug_command = DebugCommandMode::kNo;
   // (name, spec) from the config file's [policies] table, in file order.
   std::vector<std::pair<std::string, std::string>> policies;
 };
@@ -103,6 +111,10 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesTex
 // "fail-open" / "fail-closed" (case-insensitive) -> the mode; its name back.
 absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text);
 std::string_view OverflowModeName(rl::FailureMode mode);
+
+// "no" / "yes" / "local" (case-insensitive), as Redis's enable-debug-command; its name back.
+absl::StatusOr<DebugCommandMode> ParseDebugCommandMode(std::string_view text);
+std::string_view DebugCommandModeName(DebugCommandMode mode);
 
 // "1048576", "64mb", "1gb", "512kb" -> bytes (case-insensitive units as in redis.conf).
 absl::StatusOr<size_t> ParseMemorySize(std::string_view text);

@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "debug_commands.h"
 #include "server.h"
 #include "server_state.h"
 
@@ -47,6 +48,7 @@ Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
   boost::system::error_code ec;
   auto remote = socket_.remote_endpoint(ec);
   if (!ec) session_.addr = EndpointString(remote);
+  session_.debug_allowed = DebugAllowed(state.config, !ec && remote.address().is_loopback());
   auto local = socket_.local_endpoint(ec);
   if (!ec) session_.laddr = EndpointString(local);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -188,7 +190,7 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* spec = state.commands.Resolve(args, session_.authenticated, writer_);
+  const CommandSpec* spec = state.commands.Resolve(args, session_, writer_);
   if (spec == nullptr) return;
   session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;

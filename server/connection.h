@@ -65,6 +65,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseNow();
 
   const ClientSession& session() const { return session_; }
+  bool closed() const { return closed_; }
   std::list<Connection*>::iterator registry_pos;  // owned by Worker
 
  private:

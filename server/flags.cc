@@ -40,6 +40,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   const ServerConfig defaults;
   std::string protected_mode = "yes";
   std::string overflow = "fail-open";
+  std::string debug_command = "no";
   std::map<std::string, std::string> numbers;  // flag name -> text as typed
   for (const NumericSetting& s : NumericSettings()) {
     numbers[std::string(s.name)] = FormatNumericSetting(s, s.get(defaults));
@@ -68,6 +69,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
                                 "snapshot-interval",
                                 "snapshot-strict",
                                 "metrics-port",
+                                "enable-debug-command",
                                 "quiet"}) {
     if (const NumericSetting* s = FindNumericSetting(name)) {
       std::string& text = numbers[std::string(name)];
@@ -98,6 +100,10 @@ CommandLine ParseCommandLine(int argc, char** argv) {
       add("snapshot-strict", po::bool_switch(&c.snapshot_strict),
           "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
           "start empty)");
+    } else if (name == "enable-debug-command") {
+      add("enable-debug-command", po::value<std::string>(&debug_command)->default_value("no"),
+          "no|yes|local: allow DEBUG (moves the server's clock, for tests; never in production) "
+          "to no client, every client, or clients on this machine");
     } else if (name == "quiet") {
       add("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
     }
@@ -147,6 +153,11 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   auto om = ParseOverflowMode(overflow);
   if (!om.ok()) return fail(fmt::format("--overflow: {}", ToStd(om.status().message())));
   c.overflow = *om;
+  auto dm = ParseDebugCommandMode(debug_command);
+  if (!dm.ok()) {
+    return fail(fmt::format("--enable-debug-command: {}", ToStd(dm.status().message())));
+  }
+  c.enable_debug_command = *dm;
 
   if (!c.config_file.empty()) {
     // Flags typed on the command line win over the file.

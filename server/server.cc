@@ -126,10 +126,12 @@ void Worker::ScheduleSweep() {
 }
 
 void Worker::Sweep() {
+  if (shutting_down_ || state_->config.timeout_s <= 0) return;
   int64_t limit_ms = state_->config.timeout_s * 1000;
   int64_t now = state_->clock->NowMs();
   // Closing only marks the socket; connections unregister later, from their handlers.
   for (Connection* conn : connections_) {
+    if (conn->closed()) continue;  // closed by an earlier sweep; counted then
     if (now - conn->session().last_active_ms.load(std::memory_order_relaxed) > limit_ms) {
       state_->global.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
       conn->CloseNow();
@@ -171,6 +173,7 @@ absl::Status Server::Start() {
   options.max_keys = c.max_keys;
   options.max_memory_bytes = c.max_memory;
   options.overflow = c.overflow;
+  InstallDebugClock(&state_);  // first: everything below reads the clock it installs
   options.clock = state_.clock;
   state_.limiter = std::make_unique<rl::Limiter>(options);
   absl::Status st = state_.policies.LoadFromConfig(c.policies);
@@ -182,6 +185,9 @@ absl::Status Server::Start() {
     state_.worker_stats.push_back(std::make_unique<WorkerStats>());
     workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get()));
   }
+  state_.sweep_idle = [this] {
+    for (auto& worker : workers_) asio::post(worker->context(), [w = worker.get()] { w->Sweep(); });
+  };
   // A deleted policy's counters go with it, on each I/O thread (their only writer).
   state_.policies.set_on_removed([this](const std::string& name) {
     for (auto& worker : workers_) {
@@ -313,11 +319,11 @@ void Server::Shutdown() {
     asio::post(w->context(), [w] { w->BeginShutdown(); });
   }
   // A client that never reads its replies must not hold the process forever.
-  grace_timer_->expires_after(std::chrono::milliseconds(kShutdownGraceMs));
-  grace_timer_->async_wait([this](const boost::system::error_code& ec) {
+  const int64_t grace_ms = state_.config.shutdown_grace_ms;
+  grace_timer_->expires_after(std::chrono::milliseconds(grace_ms));
+  grace_timer_->async_wait([this, grace_ms](const boost::system::error_code& ec) {
     if (ec) return;
-    Log(state_.config,
-        fmt::format("clients still connected after {} ms: closing them", kShutdownGraceMs));
+    Log(state_.config, fmt::format("clients still connected after {} ms: closing them", grace_ms));
     ForceStop();
   });
 }

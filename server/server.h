@@ -45,10 +45,12 @@ class Worker {
   // After run() returned on every I/O thread (the grace period is over): closes what is left and
   // runs the aborted handlers, so every connection is freed here, while this worker is whole.
   void Drain();
+  // Closes the clients idle for longer than --timeout (none when it is 0, or while shutting
+  // down). Runs every second from a timer, and on DEBUG SWEEP; on this worker's thread.
+  void Sweep();
 
  private:
   void ScheduleSweep();
-  void Sweep();  // idle timeouts
 
   ServerState* state_;
   WorkerStats* stats_;
@@ -98,9 +100,6 @@ class Server {
   std::atomic<bool> stopping_{false};
   bool forced_ = false;  // control thread; read after it is joined
 };
-
-// How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
-inline constexpr int kShutdownGraceMs = 5000;
 
 // Lowers config->maxclients, with a warning, so clients and the server's own descriptors fit
 // RLIMIT_NOFILE (raising the soft limit first if the hard one allows); an error when not even

@@ -22,18 +22,33 @@
 namespace rl::server {
 namespace {
 
+// Whether COMMAND lists `row`: DEBUG only while enable-debug-command is on, so with it off
+// COMMAND, COUNT, LIST, INFO and DOCS are what they were before DEBUG existed.
+bool Listed(const ServerState& state, const CommandSpec* row) {
+  return row != nullptr && (!(row->flags & kCmdProtected) ||
+                            state.config.enable_debug_command != DebugCommandMode::kNo);
+}
+
+size_t ListedCount(const ServerState& state) {
+  const auto& rows = state.commands.rows();
+  return static_cast<size_t>(std::count_if(
+      rows.begin(), rows.end(), [&](const CommandSpec& row) { return Listed(state, &row); }));
+}
+
 // COMMAND with no subcommand, and COMMAND INFO: every row's info, or the named ones'.
 void CommandInfo(CommandContext& ctx) {
   const CommandTable& table = ctx.state.commands;
   if (ctx.args.size() <= 2) {
-    ctx.w.ArrayHeader(table.rows().size());
-    for (const CommandSpec& row : table.rows()) CommandTable::WriteInfo(ctx.w, row);
+    ctx.w.ArrayHeader(ListedCount(ctx.state));
+    for (const CommandSpec& row : table.rows()) {
+      if (Listed(ctx.state, &row)) CommandTable::WriteInfo(ctx.w, row);
+    }
     return;
   }
   ctx.w.ArrayHeader(ctx.args.size() - 2);
   for (size_t i = 2; i < ctx.args.size(); ++i) {
     const CommandSpec* spec = table.Find(ctx.args[i]);
-    if (spec == nullptr) {
+    if (!Listed(ctx.state, spec)) {
       ctx.w.NullArray();
     } else {
       CommandTable::WriteInfo(ctx.w, *spec);
@@ -42,19 +57,22 @@ void CommandInfo(CommandContext& ctx) {
 }
 
 void CommandCount(CommandContext& ctx) {
-  ctx.w.Integer(static_cast<int64_t>(ctx.state.commands.rows().size()));
+  ctx.w.Integer(static_cast<int64_t>(ListedCount(ctx.state)));
 }
 
 void CommandList(CommandContext& ctx) {
-  ctx.w.ArrayHeader(ctx.state.commands.rows().size());
-  for (const CommandSpec& row : ctx.state.commands.rows()) ctx.w.Bulk(row.name);
+  ctx.w.ArrayHeader(ListedCount(ctx.state));
+  for (const CommandSpec& row : ctx.state.commands.rows()) {
+    if (Listed(ctx.state, &row)) ctx.w.Bulk(row.name);
+  }
 }
 
 void CommandDocs(CommandContext& ctx) {
   const CommandTable& table = ctx.state.commands;
   if (ctx.args.size() == 2) {
-    ctx.w.MapHeader(table.rows().size());
+    ctx.w.MapHeader(ListedCount(ctx.state));
     for (const CommandSpec& row : table.rows()) {
+      if (!Listed(ctx.state, &row)) continue;
       ctx.w.Bulk(row.name);
       CommandTable::WriteDocs(ctx.w, row);
     }
@@ -63,7 +81,8 @@ void CommandDocs(CommandContext& ctx) {
   // Unknown names are left out, as Redis does.
   std::vector<const CommandSpec*> found;
   for (size_t i = 2; i < ctx.args.size(); ++i) {
-    if (const CommandSpec* spec = table.Find(ctx.args[i])) found.push_back(spec);
+    const CommandSpec* spec = table.Find(ctx.args[i]);
+    if (Listed(ctx.state, spec)) found.push_back(spec);
   }
   ctx.w.MapHeader(found.size());
   for (const CommandSpec* spec : found) {

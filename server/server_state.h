@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "command_families.h"
 #include "command_table.h"
 #include "config.h"
+#include "debug_commands.h"
 #include "policies.h"
 #include "rl/clock.h"
 #include "rl/limiter.h"
@@ -24,8 +26,12 @@ class Snapshotter;
 struct ServerState {
   ServerConfig config;
   // The only time source of the server (the limiter, uptimes, idle timeouts, CLIENT ages, TIME,
-  // snapshot stamps): tests give a ManualClock. Not owned.
+  // snapshot stamps): tests give a ManualClock. Not owned, unless it is debug_clock.
   rl::Clock* clock = rl::SteadyClock::Default();
+  // Set only when enable-debug-command is on: `clock` then points to it (InstallDebugClock).
+  std::unique_ptr<DebugClock> debug_clock;
+  // Runs every I/O thread's idle sweep soon, on its own thread (DEBUG SWEEP); set by Server.
+  std::function<void()> sweep_idle;
   std::unique_ptr<rl::Limiter> limiter;
   PolicyStore policies;
   CommandTable commands{ServerCommandRows()};

@@ -106,6 +106,29 @@ TEST(ConfigTest, OverflowMode) {
   for (const auto& p : {good, wrong_value, wrong_type}) std::remove(p.c_str());
 }
 
+// enable-debug-command: off by default; "no", "yes", "local" (or a TOML boolean); anything else
+// refused. "local" lets only clients on this machine run DEBUG.
+TEST(ConfigTest, EnableDebugCommand) {
+  ServerConfig c;
+  EXPECT_EQ(c.enable_debug_command, DebugCommandMode::kNo) << "off by default";
+  EXPECT_FALSE(DebugAllowed(c, true));
+  EXPECT_EQ(*ParseDebugCommandMode("LOCAL"), DebugCommandMode::kLocal);
+  EXPECT_EQ(*ParseDebugCommandMode("yes"), DebugCommandMode::kYes);
+  EXPECT_EQ(*ParseDebugCommandMode("no"), DebugCommandMode::kNo);
+  EXPECT_FALSE(ParseDebugCommandMode("maybe").ok());
+  EXPECT_FALSE(ParseDebugCommandMode("").ok());
+  EXPECT_EQ(DebugCommandModeName(DebugCommandMode::kLocal), "local");
+  ASSERT_TRUE(LoadConfigText("enable-debug-command = \"local\"\n", "a.toml", {}, &c).ok());
+  EXPECT_EQ(c.enable_debug_command, DebugCommandMode::kLocal);
+  EXPECT_TRUE(DebugAllowed(c, /*peer_is_local=*/true));
+  EXPECT_FALSE(DebugAllowed(c, /*peer_is_local=*/false));
+  ASSERT_TRUE(LoadConfigText("enable_debug_command = true\n", "b.toml", {}, &c).ok());
+  EXPECT_EQ(c.enable_debug_command, DebugCommandMode::kYes);
+  EXPECT_TRUE(DebugAllowed(c, false));
+  EXPECT_FALSE(LoadConfigText("enable-debug-command = \"always\"\n", "c.toml", {}, &c).ok());
+  EXPECT_FALSE(LoadConfigText("enable-debug-command = 1\n", "d.toml", {}, &c).ok());
+}
+
 TEST(ConfigTest, FileErrors) {
   ServerConfig c;
   std::string unknown = WriteTemp("portt = 1\n");

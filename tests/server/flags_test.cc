@@ -103,6 +103,14 @@ TEST(FlagsTest, UnknownFlagIsAUsageError) {
   EXPECT_NE(out.find("Usage:"), std::string::npos) << out;
 }
 
+TEST(FlagsTest, EnableDebugCommandTakesNoYesOrLocal) {
+  std::string out;
+  EXPECT_EQ(RunServer("--port 0 --enable-debug-command sometimes", &out), 1);
+  EXPECT_NE(out.find("--enable-debug-command: enable-debug-command must be no, yes or local"),
+            std::string::npos)
+      << out;
+}
+
 TEST(FlagsTest, TomlNumbersAreRangeChecked) {
   TempDir dir;
   // 2^32 + 80 used to be narrowed to port 80; -1 max-keys was refused already, floats were not

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "in_process.h"
@@ -90,6 +91,89 @@ TEST(HandlersTest, RunsThroughTheCommandTable) {
   // Time for the server is the injected clock's: INFO's uptime moves with it.
   s.clock().Advance(5000);
   EXPECT_NE(s.Run({"INFO", "server"}).str.find("uptime_in_seconds:5\r\n"), std::string::npos);
+}
+
+// DEBUG (enable-debug-command): what the process-level tests use instead of sleeping.
+constexpr std::string_view kDebugRefused =
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you "
+    "can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.";
+
+server::ServerConfig DebugOn(server::DebugCommandMode mode = server::DebugCommandMode::kYes) {
+  server::ServerConfig config;
+  config.enable_debug_command = mode;
+  return config;
+}
+
+// Off by default: refused with Redis's text (after arity, before authentication, as Redis), and
+// COMMAND shows no trace of it; on, COMMAND lists it.
+TEST(DebugCommandTest, RefusedUnlessEnabledAndHiddenFromCommand) {
+  InProcessServer off;
+  EXPECT_EQ(off.Run({"DEBUG", "CLOCK-ADVANCE", "1"}).str, kDebugRefused);
+  EXPECT_EQ(off.Run({"debug", "sweep"}).str, kDebugRefused);
+  EXPECT_EQ(off.Run({"DEBUG"}).str, "ERR wrong number of arguments for 'debug' command");
+  EXPECT_TRUE(off.Run({"COMMAND", "INFO", "debug"}).elements.at(0).is_null());
+  EXPECT_TRUE(off.Run({"COMMAND", "DOCS", "debug"}).elements.empty());
+  const Reply names = off.Run({"COMMAND", "LIST"});
+  for (const Reply& name : names.elements) EXPECT_NE(name.str, "debug");
+  server::ServerConfig locked;
+  locked.requirepass = "pw";
+  InProcessServer unauthenticated(locked);
+  EXPECT_EQ(unauthenticated.Run({"DEBUG", "SWEEP"}).str, kDebugRefused);
+
+  InProcessServer on(DebugOn(server::DebugCommandMode::kLocal));  // in-process counts as local
+  EXPECT_EQ(on.Run({"COMMAND", "COUNT"}).integer, off.Run({"COMMAND", "COUNT"}).integer + 1);
+  EXPECT_EQ(on.Run({"COMMAND", "INFO", "debug"}).elements.at(0).elements.at(0).str, "debug");
+  EXPECT_EQ(on.Run({"COMMAND", "DOCS", "debug"}).elements.size(), 2u);
+  EXPECT_EQ(on.Run({"DEBUG", "CLOCK-ADVANCE", "0"}).str, "OK");
+  EXPECT_EQ(on.Run({"DEBUG", "NOPE"}).str, "ERR unknown subcommand 'NOPE'. Try DEBUG HELP.");
+  Reply help = on.Run({"DEBUG", "HELP"});
+  ASSERT_GE(help.elements.size(), 3u);
+  EXPECT_EQ(help.elements[1].str, "CLOCK-ADVANCE <milliseconds>");
+}
+
+// DEBUG CLOCK-ADVANCE moves the clock every part of the server reads (the limiter, uptime), only
+// forward, and within bounds; the wall clock does not move.
+TEST(DebugCommandTest, ClockAdvanceMovesTheServersClockForwardOnly) {
+  InProcessServer s(DebugOn());
+  const std::vector<std::string> check = {"RL.CHECK", "hourly", "GCRA", "1", "1h"};
+  EXPECT_EQ(s.Run(check).Ints()[0], 1);
+  EXPECT_EQ(s.Run(check).Ints()[0], 0) << "denied for an hour";
+  const int64_t now = s.state().clock->NowMs();
+  const int64_t wall = s.state().clock->WallMs();
+  EXPECT_EQ(s.Run({"DEBUG", "CLOCK-ADVANCE", "3600000"}).str, "OK");
+  EXPECT_EQ(s.state().clock->NowMs(), now + 3'600'000);
+  EXPECT_EQ(s.state().clock->WallMs(), wall) << "snapshot stamps stay true wall times";
+  EXPECT_EQ(s.Run(check).Ints()[0], 1) << "the limiter saw the hour pass";
+  EXPECT_NE(s.Run({"INFO", "server"}).str.find("uptime_in_seconds:3600\r\n"), std::string::npos);
+  s.clock().Advance(5);  // the test's own clock still drives the server under the offset
+  EXPECT_EQ(s.state().clock->NowMs(), now + 3'600'005);
+
+  const int64_t max = server::DebugClock::kMaxOffsetMs;
+  const std::vector<std::string> bad_args = {
+      "-1", "abc", "1.5", "", " 1", "+1", "99999999999999999999", std::to_string(max)};
+  for (const std::string& bad : bad_args) {
+    EXPECT_TRUE(s.Run({"DEBUG", "CLOCK-ADVANCE", bad}).is_error()) << "'" << bad << "'";
+  }
+  EXPECT_EQ(s.Run({"DEBUG", "CLOCK-ADVANCE", "-1"}).str,
+            "ERR the clock only moves forward: milliseconds must be >= 0");
+  EXPECT_EQ(s.Run({"DEBUG", "CLOCK-ADVANCE", "x"}).str,
+            "ERR value is not an integer or out of range");
+  EXPECT_EQ(s.state().clock->NowMs(), now + 3'600'005) << "refused advances move nothing";
+  EXPECT_EQ(s.Run({"DEBUG", "CLOCK-ADVANCE", std::to_string(max - 3'600'000)}).str, "OK");
+  EXPECT_TRUE(s.Run({"DEBUG", "CLOCK-ADVANCE", "1"}).is_error()) << "ten years in all";
+  EXPECT_EQ(s.Run({"DEBUG", "CLOCK-ADVANCE", "0"}).str, "OK");
+  EXPECT_EQ(s.state().clock->NowMs(), now + 5 + max);
+}
+
+// DEBUG SWEEP runs the sweep hook the server installs (every I/O thread's idle sweep).
+TEST(DebugCommandTest, SweepRunsTheServersHook) {
+  InProcessServer s(DebugOn());
+  EXPECT_EQ(s.Run({"DEBUG", "SWEEP"}).str, "ERR no I/O threads to sweep");
+  int sweeps = 0;
+  s.state().sweep_idle = [&sweeps] { ++sweeps; };
+  EXPECT_EQ(s.Run({"DEBUG", "SWEEP"}).str, "OK");
+  EXPECT_EQ(sweeps, 1);
 }
 
 }  // namespace

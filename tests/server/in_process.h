@@ -19,79 +19,25 @@
 
 namespace rl::test {
 
-// Parses one RESP2/RESP3 reply from the front of *in into the test client's Reply; type 'X'
-// when *in ends early.
-inline Reply ParseReply(std::string_view* in) {
-  Reply r;
-  const size_t eol = in->find("\r\n");
-  if (in->empty() || eol == std::string_view::npos) {
-    r.type = 'X';
-    return r;
-  }
-  r.type = (*in)[0];
-  const std::string line(in->substr(1, eol - 1));
-  in->remove_prefix(eol + 2);
-  auto integer = [&] { return line.empty() ? 0 : std::stoll(line); };
-  switch (r.type) {
-    case '+':
-    case '-':
-    case ',':
-    case '(':
-    case '#':
-      r.str = line;
-      break;
-    case ':':
-      r.integer = integer();
-      break;
-    case '_':
-      break;
-    case '$':
-    case '=':
-    case '!':
-      r.integer = integer();
-      if (r.integer >= 0) {
-        const size_t n = static_cast<size_t>(r.integer);
-        if (in->size() < n + 2) {
-          r.type = 'X';
-          break;
-        }
-        r.str = std::string(in->substr(0, n));
-        in->remove_prefix(n + 2);
-        if (r.type == '=') r.str = r.str.substr(4);  // "txt:" prefix
-      }
-      break;
-    case '*':
-    case '~':
-    case '>':
-    case '%': {
-      r.integer = integer();
-      const int64_t n = r.type == '%' ? 2 * r.integer : r.integer;
-      for (int64_t i = 0; i < n; ++i) r.elements.push_back(ParseReply(in));
-      break;
-    }
-    default:
-      r.type = 'X';
-  }
-  return r;
-}
-
 class InProcessServer {
  public:
   explicit InProcessServer(server::ServerConfig config = {}) {
     state_.config = std::move(config);
     state_.clock = &clock_;
+    server::InstallDebugClock(&state_);  // DEBUG CLOCK-ADVANCE then moves an offset over clock_
     rl::LimiterOptions options;
-    options.clock = &clock_;
+    options.clock = state_.clock;
     options.max_keys = state_.config.max_keys;
     options.max_memory_bytes = state_.config.max_memory;
     options.overflow = state_.config.overflow;
     state_.limiter = std::make_unique<rl::Limiter>(options);
     EXPECT_TRUE(state_.policies.LoadFromConfig(state_.config.policies).ok());
     state_.worker_stats.push_back(std::make_unique<server::WorkerStats>());
-    state_.start_steady_ms = clock_.NowMs();
+    state_.start_steady_ms = state_.clock->NowMs();
     session_.id = state_.next_client_id.fetch_add(1);
     session_.authenticated = state_.config.requirepass.empty();
-    session_.created_ms = clock_.NowMs();
+    session_.debug_allowed = server::DebugAllowed(state_.config, /*peer_is_local=*/true);
+    session_.created_ms = state_.clock->NowMs();
     state_.clients.Add(&session_);
   }
   ~InProcessServer() { state_.clients.Remove(&session_); }
@@ -103,8 +49,7 @@ class InProcessServer {
     resp::Writer w(&out, session_.protocol);
     server::WorkerStats& stats = *state_.worker_stats[0];
     stats.RecordCommand();
-    if (const server::CommandSpec* spec =
-            state_.commands.Resolve(args, session_.authenticated, w)) {
+    if (const server::CommandSpec* spec = state_.commands.Resolve(args, session_, w)) {
       server::CommandContext ctx{args, w, session_, state_, stats};
       spec->handler(ctx);
     }

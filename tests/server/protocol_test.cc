@@ -208,20 +208,56 @@ TEST_F(ProtocolTest, MaxClients) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// The idle timeout without waiting for it: DEBUG CLOCK-ADVANCE moves the server's clock past
+// --timeout (an hour: real time alone would close nothing during the test) and DEBUG SWEEP runs
+// the sweep now. The client that advanced the clock is active at the new time, so only the idle
+// one is closed.
 TEST_F(ProtocolTest, IdleTimeout) {
-  ServerProcess server({"--timeout", "1"});
+  ServerProcess server({"--timeout", "3600", "--enable-debug-command", "yes"});
   ASSERT_GT(server.port(), 0);
-  RespClient idle(server.port(), /*timeout_ms=*/4000);
+  RespClient idle(server.port());
   RespClient busy(server.port());
   ASSERT_EQ(idle.Call({"PING"}).str, "PONG");
-  auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500)) {
-    ASSERT_EQ(busy.Call({"PING"}).str, "PONG");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  ASSERT_EQ(busy.Call({"PING"}).str, "PONG");
+  ASSERT_EQ(busy.Call({"DEBUG", "CLOCK-ADVANCE", "3600001"}).str, "OK");
+  ASSERT_EQ(busy.Call({"DEBUG", "SWEEP"}).str, "OK");
   EXPECT_TRUE(idle.WaitClosed());
   EXPECT_EQ(busy.Call({"PING"}).str, "PONG");
+  EXPECT_NE(busy.Call({"INFO", "stats"}).str.find("idle_timeout_disconnections:1\r\n"),
+            std::string::npos);
   EXPECT_EQ(server.Terminate(), 0);
+}
+
+// The sweep also runs by itself, from each I/O thread's one-second timer: with the clock moved
+// past --timeout, the idle client is closed within a tick (at most ~1 s of real time).
+TEST_F(ProtocolTest, IdleSweepRunsOnItsOwnTimer) {
+  ServerProcess server({"--timeout", "1", "--enable-debug-command", "yes", "--threads", "1"});
+  ASSERT_GT(server.port(), 0);
+  RespClient idle(server.port(), /*timeout_ms=*/5000);
+  RespClient busy(server.port());
+  ASSERT_EQ(idle.Call({"PING"}).str, "PONG");
+  ASSERT_EQ(busy.Call({"DEBUG", "CLOCK-ADVANCE", "1001"}).str, "OK");
+  EXPECT_TRUE(idle.WaitClosed()) << "the timer's sweep closed the idle client";
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// DEBUG is off unless enable-debug-command allows it: Redis's refusal, and COMMAND does not list
+// it. "local" allows clients on this machine (the tests' loopback).
+TEST_F(ProtocolTest, DebugIsRefusedUnlessEnabled) {
+  const std::string refused =
+      "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+      "you can run it from a local connection, otherwise you need to set this option in the "
+      "configuration file, and then restart the server.";
+  RespClient c(port());
+  EXPECT_EQ(c.Call({"DEBUG", "CLOCK-ADVANCE", "1000"}).str, refused);
+  EXPECT_EQ(c.Call({"DEBUG", "SWEEP"}).str, refused);
+  EXPECT_TRUE(c.Call({"COMMAND", "INFO", "debug"}).elements.at(0).is_null());
+  ServerProcess local({"--enable-debug-command", "local"});
+  ASSERT_GT(local.port(), 0);
+  RespClient l(local.port());
+  EXPECT_EQ(l.Call({"DEBUG", "SWEEP"}).str, "OK");
+  EXPECT_EQ(l.Call({"COMMAND", "COUNT"}).integer, c.Call({"COMMAND", "COUNT"}).integer + 1);
+  EXPECT_EQ(local.Terminate(), 0);
 }
 
 TEST_F(ProtocolTest, AuthRequired) {

@@ -1,5 +1,6 @@
-// A small blocking RESP2/RESP3 client for the server tests: sends raw bytes or commands, and
-// reads replies into a tree. Independent of resp/ on purpose, so the tests check the wire.
+// The tests' one RESP reader: a reply tree (Reply), its parser (ReadReply, over a socket or over
+// bytes already in memory), and a small blocking RESP2/RESP3 client for the server tests that
+// sends raw bytes or commands. Independent of resp/ on purpose, so the tests check the wire.
 #pragma once
 
 #include <arpa/inet.h>
@@ -44,6 +45,97 @@ struct Reply {
     return out;
   }
 };
+
+// Reads one RESP2/RESP3 reply from `in`, which provides `bool ReadLine(std::string*)` (a line
+// without its CRLF) and `bool ReadExact(size_t, std::string*)`. Type 'X' when `in` ends first.
+template <typename Source>
+Reply ReadReply(Source& in) {
+  Reply r;
+  std::string line;
+  if (!in.ReadLine(&line) || line.empty()) {
+    r.type = 'X';
+    return r;
+  }
+  r.type = line[0];
+  std::string body = line.substr(1);
+  switch (r.type) {
+    case '+':
+    case '-':
+    case '(':
+    case ',':
+      r.str = body;
+      break;
+    case ':':
+      r.integer = std::strtoll(body.c_str(), nullptr, 10);
+      break;
+    case '#':
+      r.str = body;
+      r.integer = body == "t" ? 1 : 0;
+      break;
+    case '_':
+      break;
+    case '$':
+    case '=':
+    case '!': {
+      r.integer = std::strtoll(body.c_str(), nullptr, 10);
+      if (r.integer >= 0) {
+        if (!in.ReadExact(static_cast<size_t>(r.integer) + 2, &r.str)) r.type = 'X';
+        r.str.resize(static_cast<size_t>(r.integer));
+        if (r.type == '=' && r.str.size() >= 4) r.str = r.str.substr(4);  // "txt:"
+      }
+      break;
+    }
+    case '*':
+    case '~':
+    case '>':
+    case '%': {
+      r.integer = std::strtoll(body.c_str(), nullptr, 10);
+      int64_t n = r.type == '%' ? r.integer * 2 : r.integer;
+      for (int64_t i = 0; i < n; ++i) {
+        r.elements.push_back(ReadReply(in));
+        if (r.elements.back().closed()) {
+          r.type = 'X';
+          break;
+        }
+      }
+      break;
+    }
+    default:
+      r.type = 'X';
+  }
+  return r;
+}
+
+// ReadReply's source over bytes already received (the in-process server's output).
+class BytesSource {
+ public:
+  explicit BytesSource(std::string_view bytes) : rest_(bytes) {}
+  bool ReadLine(std::string* line) {
+    const size_t eol = rest_.find("\r\n");
+    if (eol == std::string_view::npos) return false;
+    line->assign(rest_.substr(0, eol));
+    rest_.remove_prefix(eol + 2);
+    return true;
+  }
+  bool ReadExact(size_t n, std::string* out) {
+    if (rest_.size() < n) return false;
+    out->assign(rest_.substr(0, n));
+    rest_.remove_prefix(n);
+    return true;
+  }
+  std::string_view rest() const { return rest_; }
+
+ private:
+  std::string_view rest_;
+};
+
+// Parses one reply from the front of *in and removes it; type 'X' when *in ends early.
+inline Reply ParseReply(std::string_view* in) {
+  BytesSource source(*in);
+  Reply r = ReadReply(source);
+  *in = source.rest();
+  return r;
+}
 
 class RespClient {
  public:
@@ -93,61 +185,7 @@ class RespClient {
   }
 
   // Reads one reply; type 'X' when the peer closed or the timeout passed.
-  Reply Read() {
-    Reply r;
-    std::string line;
-    if (!ReadLine(&line) || line.empty()) {
-      r.type = 'X';
-      return r;
-    }
-    r.type = line[0];
-    std::string body = line.substr(1);
-    switch (r.type) {
-      case '+':
-      case '-':
-      case '(':
-      case ',':
-        r.str = body;
-        break;
-      case ':':
-        r.integer = std::strtoll(body.c_str(), nullptr, 10);
-        break;
-      case '#':
-        r.integer = body == "t" ? 1 : 0;
-        break;
-      case '_':
-        break;
-      case '$':
-      case '=':
-      case '!': {
-        r.integer = std::strtoll(body.c_str(), nullptr, 10);
-        if (r.integer >= 0) {
-          if (!ReadExact(static_cast<size_t>(r.integer) + 2, &r.str)) r.type = 'X';
-          r.str.resize(static_cast<size_t>(r.integer));
-          if (r.type == '=' && r.str.size() >= 4) r.str = r.str.substr(4);  // "txt:"
-        }
-        break;
-      }
-      case '*':
-      case '~':
-      case '>':
-      case '%': {
-        r.integer = std::strtoll(body.c_str(), nullptr, 10);
-        int64_t n = r.type == '%' ? r.integer * 2 : r.integer;
-        for (int64_t i = 0; i < n; ++i) {
-          r.elements.push_back(Read());
-          if (r.elements.back().closed()) {
-            r.type = 'X';
-            break;
-          }
-        }
-        break;
-      }
-      default:
-        r.type = 'X';
-    }
-    return r;
-  }
+  Reply Read() { return ReadReply(*this); }
 
   // True when the server closed the connection (EOF or reset) within the timeout; bytes that
   // arrive first are counted in *discarded.
@@ -179,6 +217,9 @@ class RespClient {
     *c = buf_[pos_++];
     return 1;
   }
+
+ public:
+  // ReadReply's source: one line without its CRLF, and exactly n bytes; false at EOF/timeout.
   bool ReadLine(std::string* line) {
     line->clear();
     char c;
@@ -201,6 +242,7 @@ class RespClient {
     return true;
   }
 
+ private:
   int fd_ = -1;
   int timeout_ms_;
   std::string buf_;
