@@ -160,69 +160,58 @@ const command::PolicyLookup& Lookup() {
   return lookup;
 }
 
-// RL.CHECK, RL.PEEK: one read of the context flags serves the reply protocol and replication.
-int CheckOrPeek(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, Verb verb) {
+// Every keyed command: one read of the context flags serves the reply protocol and replication;
+// `run` is the command layer's function for it.
+template <class Run>
+int OnKey(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, Run run) {
   const int flags = RedisModule_GetContextFlags(ctx);
   ModuleSink w(ctx, flags);
   KeyEngine engine(ctx, argv[1], flags);
-  command::RunCheck(engine, w, verb, Views(argv, argc), Lookup());
+  run(engine, w, Views(argv, argc));
   return REDISMODULE_OK;
 }
 
 int Check(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return CheckOrPeek(ctx, argv, argc, Verb::kCheck);
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
+    command::RunCheck(e, w, Verb::kCheck, a, Lookup());
+  });
 }
 
 int Peek(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return CheckOrPeek(ctx, argv, argc, Verb::kPeek);
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
+    command::RunCheck(e, w, Verb::kPeek, a, Lookup());
+  });
 }
 
 int Reset(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  ModuleSink w(ctx, flags);
-  KeyEngine engine(ctx, argv[1], flags);
-  command::RunReset(engine, w, Views(argv, argc), Lookup());
-  return REDISMODULE_OK;
+  return OnKey(ctx, argv, argc,
+               [](auto& e, auto& w, ArgViews a) { command::RunReset(e, w, a, Lookup()); });
 }
 
 int Refund(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  ModuleSink w(ctx, flags);
-  KeyEngine engine(ctx, argv[1], flags);
-  command::RunAdjust(engine, w, Verb::kRefund, Views(argv, argc), Lookup());
-  return REDISMODULE_OK;
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
+    command::RunAdjust(e, w, Verb::kRefund, a, Lookup());
+  });
 }
 
 int Charge(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  ModuleSink w(ctx, flags);
-  KeyEngine engine(ctx, argv[1], flags);
-  command::RunAdjust(engine, w, Verb::kCharge, Views(argv, argc), Lookup());
-  return REDISMODULE_OK;
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
+    command::RunAdjust(e, w, Verb::kCharge, a, Lookup());
+  });
 }
 
 int Acquire(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  ModuleSink w(ctx, flags);
-  KeyEngine engine(ctx, argv[1], flags);
-  command::RunAcquire(engine, w, Views(argv, argc), Lookup());
-  return REDISMODULE_OK;
+  return OnKey(ctx, argv, argc,
+               [](auto& e, auto& w, ArgViews a) { command::RunAcquire(e, w, a, Lookup()); });
 }
 
 int Release(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  ModuleSink w(ctx, flags);
-  KeyEngine engine(ctx, argv[1], flags);
-  command::RunRelease(engine, w, Views(argv, argc));
-  return REDISMODULE_OK;
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) { command::RunRelease(e, w, a); });
 }
 
 int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  ModuleSink w(ctx, flags);
-  KeyEngine engine(ctx, argv[1], flags);
-  command::RunThrottle(engine, w, Views(argv, argc));
-  return REDISMODULE_OK;
+  return OnKey(ctx, argv, argc,
+               [](auto& e, auto& w, ArgViews a) { command::RunThrottle(e, w, a); });
 }
 
 // Policy definitions are deterministic, so they replicate (and reach the AOF) as sent.
