@@ -22,19 +22,6 @@
 namespace rl::test {
 namespace {
 
-// A loopback port nobody listens on right now.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 struct HttpResponse {
   int status = 0;
   std::string headers;
@@ -87,7 +74,7 @@ class MetricsTest : public ::testing::Test {
     std::ofstream(config_) << "[policies]\n"
                               "strict = \"FIXED_WINDOW 5 1h\"\n"
                               "trial = \"GCRA 1 1h SHADOW\"\n";
-    metrics_port_ = FreePort();
+    metrics_port_ = rl_test::FreeLoopbackPort();
     server_ = std::make_unique<ServerProcess>(std::vector<std::string>{
         "--config", config_.string(), "--metrics-port", std::to_string(metrics_port_)});
     ASSERT_GT(server_->port(), 0);
@@ -193,7 +180,7 @@ TEST_F(MetricsTest, CountersMoveWithTraffic) {
 
 // At --max-keys with every state at its limit, new keys overflow (fail-open by default).
 TEST(MetricsOverflowTest, OverflowsAreCounted) {
-  const int metrics_port = FreePort();
+  const int metrics_port = rl_test::FreeLoopbackPort();
   ServerProcess server({"--max-keys", "64", "--metrics-port", std::to_string(metrics_port)});
   ASSERT_GT(server.port(), 0);
   RespClient c(server.port());

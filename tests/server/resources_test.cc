@@ -58,19 +58,6 @@ size_t OpenFds(pid_t pid) {
   return n;
 }
 
-// A loopback port nobody listens on right now.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // GET /metrics with "Connection: close"; the HTTP status, 0 when the server closed first.
 int ScrapeStatus(int port) {
   RespClient conn(port);  // only for its connected socket
@@ -151,7 +138,7 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   ServerOptions options;
   options.quiet = false;
   options.stderr_path = log.path();
-  int metrics_port = FreePort();
+  int metrics_port = rl_test::FreeLoopbackPort();
   ServerProcess server({"--threads", "2", "--metrics-port", std::to_string(metrics_port)}, options);
   ASSERT_GT(server.port(), 0);
   // Leave the running server four spare descriptors (as if something else had taken the rest).
@@ -193,7 +180,7 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
 }
 
 TEST(ResourcesTest, IdleConnectionsNeverLockOutAScrape) {
-  int metrics_port = FreePort();
+  int metrics_port = rl_test::FreeLoopbackPort();
   ServerProcess server({"--threads", "1", "--metrics-port", std::to_string(metrics_port)});
   ASSERT_GT(server.port(), 0);
   // More idle connections than the endpoint serves at once (64), none sending a request; before,
