@@ -32,18 +32,8 @@ TEST_P(SeedScenarioTest, FiveOfEightThenRecovers) {
   const std::string key = "seed:" + algorithm;
   const std::vector<std::string> cmd = {"RL.CHECK", key, algorithm, "5", "1s"};
   constexpr int kClients = 8;
-  std::vector<Reply> replies(kClients);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kClients; ++i) {
-    threads.emplace_back([&, i] {
-      RespClient client(port());
-      ready.fetch_add(1);
-      while (ready.load() < kClients) std::this_thread::yield();
-      replies[i] = client.Call(cmd);
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<Reply> replies = CallAtOnce(
+      kClients, [&] { return std::make_unique<RespClient>(port()); }, cmd);
   int allowed = 0, denied = 0;
   int64_t max_retry = 0;
   for (const Reply& r : replies) {

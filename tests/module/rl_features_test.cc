@@ -46,18 +46,8 @@ std::string LeaseOf(const Reply& r) {
 TEST_F(RlFeaturesTest, EightClientsThreeLeases) {
   const Cmd acquire = {"RL.ACQUIRE", "race", "CONCURRENCY", "3", "LEASE", "1m"};
   constexpr int kClients = 8;
-  std::vector<Reply> replies(kClients);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kClients; ++i) {
-    threads.emplace_back([&, i] {
-      std::unique_ptr<RespClient> client = server().Connect();
-      ready.fetch_add(1);
-      while (ready.load() < kClients) std::this_thread::yield();
-      replies[i] = client->Call(acquire);
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<Reply> replies = CallAtOnce(
+      kClients, [&] { return server().Connect(); }, acquire);
   std::set<std::string> ids;
   int denied = 0;
   for (const Reply& r : replies) {

@@ -26,18 +26,8 @@ class FeaturesTest : public SharedServerTest<FeaturesTest> {};
 TEST_F(FeaturesTest, EightClientsThreeLeases) {
   const Cmd acquire = {"RL.ACQUIRE", "race", "CONCURRENCY", "3", "LEASE", "1m"};
   constexpr int kClients = 8;
-  std::vector<Reply> replies(kClients);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kClients; ++i) {
-    threads.emplace_back([&, i] {
-      RespClient client(port());
-      ready.fetch_add(1);
-      while (ready.load() < kClients) std::this_thread::yield();
-      replies[i] = client.Call(acquire);
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<Reply> replies = CallAtOnce(
+      kClients, [&] { return std::make_unique<RespClient>(port()); }, acquire);
   std::set<std::string> ids;
   int denied = 0;
   for (const Reply& r : replies) {

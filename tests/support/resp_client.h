@@ -11,12 +11,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace rl::test {
@@ -248,5 +250,24 @@ class RespClient {
   std::string buf_;
   size_t pos_ = 0;
 };
+
+// The seed's concurrency test: n clients, each connected first, send `cmd` at the same moment;
+// their replies in client order. `connect` returns a std::unique_ptr<RespClient>.
+template <class Connect>
+std::vector<Reply> CallAtOnce(int n, Connect connect, const std::vector<std::string>& cmd) {
+  std::vector<Reply> replies(n);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      std::unique_ptr<RespClient> client = connect();
+      ready.fetch_add(1);
+      while (ready.load() < n) std::this_thread::yield();
+      replies[i] = client->Call(cmd);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return replies;
+}
 
 }  // namespace rl::test
