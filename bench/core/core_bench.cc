@@ -196,31 +196,58 @@ BENCHMARK(BM_MemoryPerKey)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// Memory per logged request: 1000 keys, each with a full sliding log of LIMIT requests at
-// distinct milliseconds (the worst case: no two requests share a run).
-void BM_MemoryPerLoggedRequest(benchmark::State& state) {
-  const int64_t limit = state.range(0);
+// Memory per logged request: 1000 keys, each with a full sliding log of LIMIT requests, a group
+// of `per_ms` requests every `spacing_ms` ms (one-day window); bytes_per_request is the growth of
+// Stats().memory_bytes (tables, log buffers and their malloc headers) over the requests logged.
+double LogBytesPerRequest(int64_t limit, int64_t per_ms, int64_t spacing_ms) {
+  const std::vector<std::string> keys = MakeKeys(1000);
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  const Limit l{Algorithm::kSlidingLog, limit, 24 * 3600 * 1000};
+  const uint64_t empty = limiter.Stats().memory_bytes;
+  for (int64_t r = 0; r < limit; r += per_ms) {
+    for (const std::string& k : keys) {
+      for (int64_t j = 0; j < per_ms; ++j) (void)limiter.Check("", k, {l});
+    }
+    clock.Advance(spacing_ms);
+  }
+  const uint64_t tables = limiter.Stats().memory_bytes;
+  return static_cast<double>(tables - empty) / (1000.0 * limit);
+}
+
+void MemoryPerLoggedRequest(benchmark::State& state, int64_t per_ms, int64_t spacing_ms) {
   {
     absl::MutexLock lock(&fixture_mu);
     fixture.reset();
   }
-  const std::vector<std::string> keys = MakeKeys(1000);
   double per_request = 0;
-  for (auto _ : state) {
-    ManualClock clock(0);
-    Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
-    const Limit l{Algorithm::kSlidingLog, limit, 24 * 3600 * 1000};
-    const uint64_t empty = limiter.Stats().memory_bytes;
-    for (int64_t r = 0; r < limit; ++r) {
-      for (const std::string& k : keys) (void)limiter.Check("", k, {l});
-      clock.Advance(1);
-    }
-    const uint64_t tables = limiter.Stats().memory_bytes;
-    per_request = static_cast<double>(tables - empty) / (1000.0 * limit);
-  }
+  for (auto _ : state) per_request = LogBytesPerRequest(state.range(0), per_ms, spacing_ms);
   state.counters["bytes_per_request"] = per_request;
 }
+
+// Every request at a millisecond of its own, 1 ms apart.
+void BM_MemoryPerLoggedRequest(benchmark::State& state) { MemoryPerLoggedRequest(state, 1, 1); }
 BENCHMARK(BM_MemoryPerLoggedRequest)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Spread over most of the window: one request a minute (100 or 1000 per key, one-day window).
+void BM_MemoryPerLoggedRequestSpread(benchmark::State& state) {
+  MemoryPerLoggedRequest(state, 1, 60 * 1000);
+}
+BENCHMARK(BM_MemoryPerLoggedRequestSpread)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Bursts: 10 requests in each millisecond (they share one run).
+void BM_MemoryPerLoggedRequestBurst(benchmark::State& state) {
+  MemoryPerLoggedRequest(state, 10, 1);
+}
+BENCHMARK(BM_MemoryPerLoggedRequestBurst)
     ->Arg(100)
     ->Arg(1000)
     ->Iterations(1)
