@@ -1,5 +1,6 @@
-// The sliding log's run buffer: one malloc'd block, a small header followed by a ring of 8-byte
-// runs, so pruning and appending are O(1) and a full log needs no slack.
+// The sliding log's run buffer: one malloc'd block, a 40-byte header followed by a byte ring of
+// variable-length runs (the format is below), so pruning and appending are O(1) amortized and a
+// request at a millisecond of its own costs 1 to 4 bytes for windows up to a day.
 #include "sliding_log.h"
 
 #include <algorithm>
@@ -14,97 +15,220 @@ namespace rl::internal {
 
 namespace {
 
-constexpr int kCountBits = 24;
-constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
-constexpr uint64_t kSpill = kCountMask;  // count field value meaning "count in the next word"
-constexpr int64_t kMaxOffset = (int64_t{1} << 40) - 1;
-// A single key never holds more than this many words (1 GiB); past it the newest run absorbs
-// new requests and moves to `now`, which keeps older requests in the window longer than exact:
-// it can only under-admit, never over-admit.
-constexpr uint32_t kMaxItems = uint32_t{1} << 27;
+// A run is (time, count), its time stored as the ms since the previous run (the oldest run's time
+// is in the header, so its own delta is never read):
+//   byte 0: bit 7 = a count follows, bit 6 = more delta follows, bits 0-5 = the delta's low bits;
+//   then, with bit 6, delta >> 6 as LEB128 (7 bits a byte, low first, bit 7 = another byte);
+//   then, with bit 7, count - 1 as LEB128 (a run without it holds one request).
+// One request 1-63 ms after the previous run costs 1 byte, within 8 s 2, 17 min 3, 37 hours 4,
+// 200 days 5, ten years 6; a run of up to 129 requests costs one byte more.
+constexpr uint8_t kHasCount = 0x80;
+constexpr uint8_t kMoreDelta = 0x40;
+constexpr int kDeltaBits = 6;
+constexpr uint8_t kDeltaMask = (1 << kDeltaBits) - 1;
+constexpr uint32_t kMaxRunBytes = 1 + 10 + 10;
+// A single key never holds more than this many bytes (1 GiB), and never more than 8 per request
+// of its limit (what 8-byte runs held before, and more than any admitted request needs: a run
+// costs at most 6 bytes plus its count's); past the bound the newest run absorbs new requests and
+// moves to `now`, which keeps older requests in the window longer than exact: it can only
+// under-admit, never over-admit.
+constexpr uint64_t kMaxBytes = uint64_t{1} << 30;
+// glibc's malloc header before each block, counted in LogBytes.
+constexpr size_t kMallocOverhead = 8;
+// Logs at least this big shrink when they hold under a quarter of their capacity.
+constexpr uint32_t kShrinkFrom = 256;
+
+uint32_t LebBytes(uint64_t v) {
+  uint32_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+uint32_t RunBytes(uint64_t delta, uint64_t count) {
+  return 1 + ((delta >> kDeltaBits) != 0 ? LebBytes(delta >> kDeltaBits) : 0) +
+         (count > 1 ? LebBytes(count - 1) : 0);
+}
+
+uint8_t* PutLeb(uint8_t* out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) *out++ = static_cast<uint8_t>(v | 0x80);
+  *out++ = static_cast<uint8_t>(v);
+  return out;
+}
+
+// Encodes a run into `out` (at least kMaxRunBytes); returns its length.
+uint32_t EncodeRun(uint8_t* out, uint64_t delta, uint64_t count) {
+  const uint64_t rest = delta >> kDeltaBits;
+  out[0] = static_cast<uint8_t>((delta & kDeltaMask) | (rest != 0 ? kMoreDelta : 0) |
+                                (count > 1 ? kHasCount : 0));
+  uint8_t* p = out + 1;
+  if (rest != 0) p = PutLeb(p, rest);
+  if (count > 1) p = PutLeb(p, count - 1);
+  return static_cast<uint32_t>(p - out);
+}
+
+// The bytes a log under `limit` may hold (see kMaxBytes).
+uint64_t MaxBytes(int64_t limit) {
+  return std::min<uint64_t>(kMaxBytes, static_cast<uint64_t>(limit) * 8 + 64);
+}
+
+// The capacity to allocate for at least `bytes`: a multiple of 16, so that header, ring and
+// malloc header fill glibc's 16-byte-aligned chunk exactly.
+uint32_t RoundCap(uint64_t bytes) {
+  return static_cast<uint32_t>(std::max<uint64_t>(16, (bytes + 15) & ~uint64_t{15}));
+}
+
+struct Run {
+  uint64_t delta;  // ms since the previous run (meaningless for the oldest)
+  int64_t count;
+  uint32_t bytes;  // encoded length
+};
 
 }  // namespace
 
-// A ring of 8-byte words after a small header. Live runs occupy `used` words starting at `head`
-// (wrapping at `cap`), oldest first; a run is one word, or two when its count spills.
+// Live runs occupy `used` bytes of the ring starting at physical index `head` (wrapping at
+// `cap`), oldest first. Offsets below are logical (0 = the oldest run's first byte).
 struct LogBuf {
-  int64_t base_ms;      // run times are offsets from here
-  int64_t total;        // sum of live counts
-  uint32_t head;        // physical index of the oldest word
-  uint32_t used;        // words in use
-  uint32_t cap;         // words allocated
-  uint32_t last_words;  // size of the newest run (1 or 2)
+  int64_t first_ms;  // time of the oldest run
+  int64_t last_ms;   // time of the newest run
+  int64_t total;     // sum of live counts
+  uint32_t head;     // physical index of the oldest run's first byte
+  uint32_t used;     // bytes in use
+  uint32_t cap;      // ring bytes allocated after the header
+  uint32_t last;     // offset of the newest run
 
-  uint64_t* items() { return reinterpret_cast<uint64_t*>(this + 1); }
-  const uint64_t* items() const { return reinterpret_cast<const uint64_t*>(this + 1); }
-  // The word at logical position k (0 = oldest).
-  uint64_t& At(uint32_t k) {
-    uint32_t i = head + k;
-    return items()[i >= cap ? i - cap : i];
+  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(this + 1); }
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(this + 1); }
+  uint32_t Phys(uint32_t k) const {
+    const uint32_t i = head + k;
+    return i >= cap ? i - cap : i;
   }
-  uint64_t At(uint32_t k) const {
-    uint32_t i = head + k;
-    return items()[i >= cap ? i - cap : i];
-  }
+  uint8_t At(uint32_t k) const { return bytes()[Phys(k)]; }
   bool empty() const { return used == 0; }
-  uint32_t Last() const { return used - last_words; }
-  bool Spills(uint32_t k) const { return (At(k) & kCountMask) == kSpill; }
-  int64_t TimeAt(uint32_t k) const { return base_ms + static_cast<int64_t>(At(k) >> kCountBits); }
-  int64_t CountAt(uint32_t k) const {
-    return Spills(k) ? static_cast<int64_t>(At(k + 1)) : static_cast<int64_t>(At(k) & kCountMask);
+
+  uint64_t Leb(uint32_t* k, int shift) const {
+    uint64_t v = 0;
+    uint8_t b;
+    do {
+      b = At((*k)++);
+      v |= uint64_t{b & 0x7fu} << shift;
+      shift += 7;
+    } while ((b & 0x80) != 0);
+    return v;
   }
-  uint32_t Words(uint32_t k) const { return Spills(k) ? 2 : 1; }
+  Run Decode(uint32_t k) const {
+    const uint32_t start = k;
+    const uint8_t b0 = At(k++);
+    Run r{static_cast<uint64_t>(b0 & kDeltaMask), 1, 0};
+    if ((b0 & kMoreDelta) != 0) r.delta |= Leb(&k, kDeltaBits);
+    if ((b0 & kHasCount) != 0) r.count = static_cast<int64_t>(Leb(&k, 0) + 1);
+    r.bytes = k - start;
+    return r;
+  }
+  // Writes a run at offset k (the ring has room) and makes it the newest.
+  void Put(uint32_t k, uint64_t delta, uint64_t count) {
+    uint8_t run[kMaxRunBytes];
+    const uint32_t n = EncodeRun(run, delta, count);
+    for (uint32_t i = 0; i < n; ++i) bytes()[Phys(k + i)] = run[i];
+    last = k;
+    used = k + n;
+  }
+  void Clear() {
+    head = used = last = 0;
+    total = 0;
+  }
 };
+
+static_assert(sizeof(LogBuf) % 16 == 8, "RoundCap's capacities fill malloc chunks exactly");
 
 namespace {
 
+int64_t AddMs(int64_t t, uint64_t delta) {
+  return static_cast<int64_t>(static_cast<uint64_t>(t) + delta);
+}
+
 LogBuf* Allocate(uint32_t cap) {
-  void* p = StateAlloc(sizeof(LogBuf) + size_t{cap} * sizeof(uint64_t));
+  void* p = StateAlloc(sizeof(LogBuf) + cap);
   if (p == nullptr) throw std::bad_alloc();  // allocation failure is not a request-path error
   LogBuf* log = static_cast<LogBuf*>(p);
-  log->base_ms = 0;
-  log->total = 0;
-  log->head = log->used = 0;
-  log->last_words = 1;
+  log->first_ms = log->last_ms = 0;
+  log->Clear();
   log->cap = cap;
   return log;
 }
 
-// Rebases offsets on the oldest run's time (needed only when `now` is 2^40 ms past the base).
-void Rebase(LogBuf* log) {
-  if (log->empty()) return;
-  const int64_t new_base = log->TimeAt(0);
-  const uint64_t shift = static_cast<uint64_t>(new_base - log->base_ms) << kCountBits;
-  for (uint32_t k = 0; k < log->used; k += log->Words(k)) log->At(k) -= shift;
-  log->base_ms = new_base;
+// A copy of the live runs in a new block of `cap` (>= used) bytes, unwrapped.
+LogBuf* CopyTo(const LogBuf* log, uint32_t cap) {
+  LogBuf* copy = Allocate(cap);
+  copy->first_ms = log->first_ms;
+  copy->last_ms = log->last_ms;
+  copy->total = log->total;
+  copy->used = log->used;
+  copy->last = log->last;
+  const uint32_t first = std::min(log->used, log->cap - log->head);
+  std::memcpy(copy->bytes(), log->bytes() + log->head, first);
+  std::memcpy(copy->bytes() + first, log->bytes(), log->used - first);
+  return copy;
 }
 
-// Copies the ring into a new block of `cap` words, unwrapped.
-LogBuf* Grow(LogBuf* log, uint32_t cap) {
-  LogBuf* grown = Allocate(cap);
-  grown->base_ms = log->base_ms;
-  grown->total = log->total;
-  grown->used = log->used;
-  grown->last_words = log->last_words;
-  for (uint32_t k = 0; k < log->used; ++k) grown->items()[k] = log->At(k);
+LogBuf* Resize(LogBuf* log, uint32_t cap) {
+  LogBuf* resized = CopyTo(log, cap);
   StateFree(log);
-  return grown;
+  return resized;
 }
 
-void Push(LogBuf* log, uint64_t word) { log->At(log->used++) = word; }
+// Makes room for `need` bytes in a log about to hold `total_after` requests. It grows by half,
+// but no further than the requests the limit still lets in need at the log's bytes per request so
+// far (so a log filled by steady traffic ends with almost no slack), and by at least 1/32 (so a
+// log that keeps growing at its limit reallocates rarely).
+LogBuf* Reserve(LogBuf* log, uint64_t need, int64_t limit, int64_t total_after) {
+  if (need <= log->cap) return log;
+  const uint64_t cap = log->cap;
+  uint64_t want = cap + cap / 2;
+  const int64_t to_come = limit - total_after;
+  if (to_come <= 0) {
+    want = need;
+  } else if (total_after > 0) {
+    const unsigned __int128 more =
+        static_cast<unsigned __int128>(to_come) * need / static_cast<uint64_t>(total_after) + 1;
+    if (more < want) want = std::min<uint64_t>(want, need + static_cast<uint64_t>(more));
+  }
+  want = std::max(want, need + cap / 32);
+  want = std::min(want, std::max(need, MaxBytes(limit)));
+  return Resize(log, RoundCap(want));
+}
+
+// Adds `cost` to the newest run and moves it to `now_ms` (>= its time): a request in the newest
+// run's ms, or one past the size bound.
+LogBuf* AddToNewest(LogBuf* log, int64_t limit, int64_t now_ms, int64_t cost) {
+  const Run r = log->Decode(log->last);
+  uint64_t delta = 0;  // the oldest run's delta is never read: keep it short
+  if (log->last == 0) {
+    log->first_ms = now_ms;
+  } else {
+    delta = r.delta + (static_cast<uint64_t>(now_ms) - static_cast<uint64_t>(log->last_ms));
+  }
+  const uint64_t count = static_cast<uint64_t>(r.count) + static_cast<uint64_t>(cost);
+  log = Reserve(log, uint64_t{log->last} + RunBytes(delta, count), limit, log->total + cost);
+  log->Put(log->last, delta, count);
+  log->last_ms = now_ms;
+  log->total += cost;
+  return log;
+}
 
 }  // namespace
 
 void LogPrune(LogBuf* log, int64_t window_ms, int64_t now_ms) {
   if (log == nullptr) return;
-  while (!log->empty() && static_cast<int128>(now_ms) - log->TimeAt(0) >= window_ms) {
-    const uint32_t words = log->Words(0);
-    log->total -= log->CountAt(0);
-    log->head += words;
-    if (log->head >= log->cap) log->head -= log->cap;
-    log->used -= words;
+  while (!log->empty() && static_cast<int128>(now_ms) - log->first_ms >= window_ms) {
+    const Run r = log->Decode(0);
+    log->total -= r.count;
+    log->head = log->Phys(r.bytes);
+    log->used -= r.bytes;
+    if (log->empty()) break;
+    log->last -= r.bytes;
+    log->first_ms = AddMs(log->first_ms, log->Decode(0).delta);
   }
-  if (log->empty()) log->head = log->used = log->total = 0;
+  if (log->empty()) log->Clear();
 }
 
 LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost,
@@ -113,7 +237,7 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
   const int64_t w = limit.window_ms;
   const int64_t total = LogTotal(log);
   const int64_t newest_end =
-      log == nullptr || log->empty() ? now_ms : Clamp64(int128{log->TimeAt(log->Last())} + w);
+      log == nullptr || log->empty() ? now_ms : Clamp64(int128{log->last_ms} + w);
   LimitResult r;
   r.limit = l;
   r.window_ms = w;
@@ -135,76 +259,56 @@ LimitResult LogEvaluate(const LogBuf* log, const Limit& limit, int64_t now_ms, i
     // decides the wait.
     r.allowed = false;
     const int64_t need = total + cost - l;
-    // Counts held in `total` beyond the runs (see LogAppend) leave with the newest run.
     r.retry_after_ms = std::max<int64_t>(1, newest_end - now_ms);
     int64_t freed = 0;
-    for (uint32_t k = 0; k < log->used; k += log->Words(k)) {
-      freed += log->CountAt(k);
+    int64_t t = log->first_ms;
+    for (uint32_t k = 0; k < log->used;) {
+      const Run run = log->Decode(k);
+      if (k > 0) t = AddMs(t, run.delta);
+      freed += run.count;
       if (freed >= need) {
-        r.retry_after_ms = Clamp64(int128{log->TimeAt(k)} + w - now_ms);
+        r.retry_after_ms = Clamp64(int128{t} + w - now_ms);
         break;
       }
+      k += run.bytes;
     }
   }
   return r;
 }
 
 LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost) {
-  if (log == nullptr) log = Allocate(2);
-  if (log->empty()) {
-    log->head = log->used = 0;
-    log->base_ms = now_ms;
-  } else if (now_ms < log->TimeAt(log->Last())) {
-    // A clock behind the newest run (a state written by another node, or restored): record at
-    // the newest run's time, so runs stay ordered and offsets never go negative.
-    now_ms = log->TimeAt(log->Last());
-  }
-  log->total += cost;
   const uint64_t ucost = static_cast<uint64_t>(cost);
-  // Same ms as the newest run: add to it while the count fits its field.
-  if (!log->empty() && log->TimeAt(log->Last()) == now_ms && !log->Spills(log->Last()) &&
-      (log->At(log->Last()) & kCountMask) + ucost < kSpill) {
-    log->At(log->Last()) += ucost;
+  if (log == nullptr || log->empty()) {
+    const uint32_t n = RunBytes(0, ucost);
+    if (log == nullptr) {
+      log = Allocate(RoundCap(n));
+    } else if (log->cap >= kShrinkFrom) {
+      // An emptied log starts small again (a burst long gone keeps no big ring).
+      StateFree(log);
+      log = Allocate(RoundCap(n));
+    }
+    log->Clear();
+    log = Reserve(log, n, limit.limit, cost);
+    log->first_ms = log->last_ms = now_ms;
+    log->Put(0, 0, ucost);
+    log->total = cost;
     return log;
   }
-  if (now_ms - log->base_ms > kMaxOffset) Rebase(log);
-  const uint32_t words = ucost >= kSpill ? 2 : 1;
-  if (log->used + words > log->cap) {
-    // Live runs never need more words than LIMIT runs (plus spill words), so growth stops
-    // there and a full log costs 8 bytes per run plus the header.
-    const uint64_t l = static_cast<uint64_t>(limit.limit);
-    const uint64_t needed = l < kSpill ? l : l + l / kSpill + 2;  // spill words only if possible
-    const uint64_t max_cap = std::min<uint64_t>(needed, kMaxItems);
-    if (log->used + words > max_cap) {
-      // At the bound (a lowered limit or kMaxItems): fold into the newest run, moved to now.
-      const uint32_t k = log->Last();
-      const uint64_t offset = static_cast<uint64_t>(now_ms - log->base_ms) << kCountBits;
-      const int64_t count = log->CountAt(k) + cost;
-      if (log->Spills(k)) {
-        log->At(k) = offset | kSpill;
-        log->At(k + 1) = static_cast<uint64_t>(count);
-      } else if (static_cast<uint64_t>(count) < kSpill) {
-        log->At(k) = offset | static_cast<uint64_t>(count);
-      } else {
-        // The run cannot widen in place: it still moves to now, and the cost stays in `total`
-        // only, which holds until the log empties when this run leaves (conservative:
-        // under-admits, never over-admits).
-        log->At(k) = offset | (log->At(k) & kCountMask);
-      }
-      return log;
-    }
-    uint64_t cap = std::max<uint64_t>(4, uint64_t{log->cap} + uint64_t{log->cap} / 2);
-    cap = std::max<uint64_t>(std::min<uint64_t>(cap, max_cap), log->used + words);
-    log = Grow(log, static_cast<uint32_t>(cap));
+  // A clock behind the newest run (a state written by another node, or restored) records at the
+  // newest run's time, so runs stay ordered and deltas never go negative.
+  if (now_ms <= log->last_ms) return AddToNewest(log, limit.limit, log->last_ms, cost);
+  const uint64_t delta = static_cast<uint64_t>(now_ms) - static_cast<uint64_t>(log->last_ms);
+  const uint64_t need = uint64_t{log->used} + RunBytes(delta, ucost);
+  // At the bound (a lowered limit, charges past it, or kMaxBytes): fold into the newest run.
+  if (need > MaxBytes(limit.limit)) return AddToNewest(log, limit.limit, now_ms, cost);
+  if (need > log->cap) {
+    log = Reserve(log, need, limit.limit, log->total + cost);
+  } else if (log->cap >= kShrinkFrom && need * 4 < log->cap) {
+    log = Resize(log, RoundCap(need * 2));
   }
-  const uint64_t offset = static_cast<uint64_t>(now_ms - log->base_ms) << kCountBits;
-  log->last_words = words;
-  if (words == 1) {
-    Push(log, offset | ucost);
-  } else {
-    Push(log, offset | kSpill);
-    Push(log, ucost);
-  }
+  log->Put(log->used, delta, ucost);
+  log->last_ms = now_ms;
+  log->total += cost;
   return log;
 }
 
@@ -215,65 +319,54 @@ LogBuf* LogAdjust(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t amoun
     return take > 0 ? LogAppend(log, limit, now_ms, take) : log;
   }
   if (log == nullptr || log->empty() || amount <= 0) return log;
-  // Where each run starts, oldest first (a run is one word or two), so the newest can be
-  // dropped one by one.
-  std::vector<uint32_t> starts;
-  for (uint32_t k = 0; k < log->used; k += log->Words(k)) starts.push_back(k);
-  while (amount > 0 && !starts.empty()) {
-    const uint32_t k = starts.back();
-    const int64_t count = log->CountAt(k);
-    if (count > amount) {
-      // Part of the newest run: its count shrinks in place (a spilled count stays spilled).
-      if (log->Spills(k)) {
-        log->At(k + 1) = static_cast<uint64_t>(count - amount);
-      } else {
-        log->At(k) -= static_cast<uint64_t>(amount);
-      }
-      log->total -= amount;
-      break;
+  if (amount >= log->total) {
+    log->Clear();
+    return log;
+  }
+  // Keep the oldest `keep` requests: the run that reaches it is cut to fit and becomes the newest
+  // (its encoding can only get shorter), the newer ones go.
+  const int64_t keep = log->total - amount;
+  int64_t kept = 0;
+  int64_t t = log->first_ms;
+  for (uint32_t k = 0;;) {
+    const Run r = log->Decode(k);
+    if (k > 0) t = AddMs(t, r.delta);
+    if (kept + r.count >= keep) {
+      log->Put(k, k > 0 ? r.delta : 0, static_cast<uint64_t>(keep - kept));
+      log->last_ms = t;
+      log->total = keep;
+      return log;
     }
-    log->total -= count;
-    amount -= count;
-    log->used = k;
-    starts.pop_back();
-    if (!starts.empty()) log->last_words = log->used - starts.back();
+    kept += r.count;
+    k += r.bytes;
   }
-  if (log->empty()) {
-    log->head = log->used = 0;
-    log->total = 0;
-    log->last_words = 1;
-  }
-  return log;
 }
 
 int64_t LogExpiry(const LogBuf* log, int64_t window_ms, int64_t now_ms) {
   if (log == nullptr || log->empty()) return now_ms;
-  return Clamp64(int128{log->TimeAt(log->Last())} + window_ms);
+  return Clamp64(int128{log->last_ms} + window_ms);
 }
 
 int64_t LogTotal(const LogBuf* log) { return log == nullptr ? 0 : log->total; }
 
 size_t LogBytes(const LogBuf* log) {
-  return log == nullptr ? 0 : sizeof(LogBuf) + size_t{log->cap} * sizeof(uint64_t);
+  return log == nullptr ? 0 : sizeof(LogBuf) + log->cap + kMallocOverhead;
 }
 
 void LogFree(LogBuf* log) { StateFree(log); }
 
 LogBuf* LogClone(const LogBuf* log) {
-  if (log == nullptr) return nullptr;
-  LogBuf* copy = Allocate(log->cap);
-  copy->base_ms = log->base_ms;
-  copy->total = log->total;
-  copy->used = log->used;
-  copy->last_words = log->last_words;
-  for (uint32_t k = 0; k < log->used; ++k) copy->items()[k] = log->At(k);
-  return copy;
+  return log == nullptr ? nullptr : CopyTo(log, RoundCap(log->used));
 }
 
 void LogRuns(const LogBuf* log, std::vector<std::pair<int64_t, int64_t>>* out) {
   if (log == nullptr) return;
-  for (uint32_t k = 0; k < log->used; k += log->Words(k)) {
-    out->emplace_back(log->TimeAt(k), log->CountAt(k));
+  int64_t t = log->first_ms;
+  for (uint32_t k = 0; k < log->used;) {
+    const Run r = log->Decode(k);
+    if (k > 0) t = AddMs(t, r.delta);
+    out->emplace_back(t, r.count);
+    k += r.bytes;
   }
 }
 

@@ -1,7 +1,8 @@
 // The exact sliding window log: every admitted request is remembered as a (time, count) run in a
 // compact heap buffer until it leaves the trailing window, so no window of length WINDOW ever holds
-// more than LIMIT. A run is 8 bytes: a 40-bit ms offset from the buffer's base time and a 24-bit
-// count (larger counts spill into one extra word); requests in the same ms share one run.
+// more than LIMIT. Runs are variable-length: the ms since the previous run and, when above one, the
+// count; a request at a millisecond of its own costs 1-4 bytes for windows up to 37 hours (see
+// sliding_log.cc), and requests in the same ms share one run.
 //
 // Split into Prune / Evaluate / Append so the limiter can evaluate every limit of a check first
 // and append only when all of them allow (all or nothing). Not thread-safe: the store locks.
