@@ -34,7 +34,7 @@ namespace {
 constexpr uint8_t kVersionRates = 1;
 constexpr uint8_t kVersionBlocksAndLeases = 2;
 constexpr uint8_t kBlockKind = 0x80;
-// Bounds Decode enforces on a log (LogAppend's own bound is 2^27 words).
+// Bounds Decode enforces on a log (LogAppend's own bound is 2^30 bytes).
 constexpr uint32_t kMaxDecodedRuns = uint32_t{1} << 26;
 constexpr int64_t kMaxTime = int64_t{1} << 61;
 
