@@ -3,7 +3,8 @@
 // core_bench visiting order) and RunBare the bare absl::flat_hash_map find + update on the same
 // keys. icount.sh divides each function's inclusive instruction count by the iterations. A third
 // argument of 2 checks two limits per call (the token bucket and a one-day fixed window) for the
-// two-limit / one-limit ratio.
+// two-limit / one-limit ratio; a third argument of `log` checks a sliding log (1000 a second) instead
+// of the token bucket.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,9 +53,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> keys = MakeKeys(n);
   rl::ManualClock clock(0);
   rl::Limiter limiter(rl::LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  const bool log = argc > 3 && std::string(argv[3]) == "log";
   const size_t limit_count = argc > 3 && std::strtoull(argv[3], nullptr, 10) == 2 ? 2 : 1;
-  const rl::Limit limits[] = {{rl::Algorithm::kTokenBucket, 1000, 1000},
-                              {rl::Algorithm::kFixedWindow, 100000000, 86400000}};
+  const rl::Limit limits[] = {
+      {log ? rl::Algorithm::kSlidingLog : rl::Algorithm::kTokenBucket, 1000, 1000},
+      {rl::Algorithm::kFixedWindow, 100000000, 86400000}};
   const absl::Span<const rl::Limit> checked(limits, limit_count);
   for (const std::string& k : keys) (void)limiter.Check("", k, checked);
   absl::flat_hash_map<std::string, BareState> bare;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per token-bucket check and per bare absl::flat_hash_map find+update, counted by
 # callgrind (independent of machine load, unlike core_bench's times).
-# Usage: bench/core/icount.sh [path/to/check_icount] [keys] [iterations] [limits per check: 1|2]
+# Usage: bench/core/icount.sh [path/to/check_icount] [keys] [iterations] [limits per check: 1|2, or log: a sliding log]
 set -euo pipefail
 bin=${1:-build/bench/core/check_icount}
 keys=${2:-1000}
