@@ -3,8 +3,8 @@
 // core_bench visiting order) and RunBare the bare absl::flat_hash_map find + update on the same
 // keys. icount.sh divides each function's inclusive instruction count by the iterations. A third
 // argument of 2 checks two limits per call (the token bucket and a one-day fixed window) for the
-// two-limit / one-limit ratio; a third argument of `log` checks a sliding log (1000 a second) instead
-// of the token bucket.
+// two-limit / one-limit ratio; a third argument of `log` checks a sliding log (1000 a second)
+// instead of the token bucket.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

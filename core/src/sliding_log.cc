@@ -21,12 +21,12 @@ namespace {
 //   then, with bit 6, delta >> 6 as LEB128 (7 bits a byte, low first, bit 7 = another byte);
 //   then, with bit 7, count - 1 as LEB128 (a run without it holds one request).
 // One request 1-63 ms after the previous run costs 1 byte, within 8 s 2, 17 min 3, 37 hours 4,
-// 200 days 5, ten years 6; a run of up to 129 requests costs one byte more.
+// 198 days 5, 69 years 6; a run of 2 to 128 requests costs one byte more.
 constexpr uint8_t kHasCount = 0x80;
 constexpr uint8_t kMoreDelta = 0x40;
 constexpr int kDeltaBits = 6;
 constexpr uint8_t kDeltaMask = (1 << kDeltaBits) - 1;
-constexpr uint32_t kMaxRunBytes = 1 + 10 + 10;
+constexpr uint32_t kMaxRunBytes = 1 + 9 + 10;  // byte 0, delta >> 6 (< 2^58), count - 1
 // A single key never holds more than this many bytes (1 GiB), and never more than 8 per request
 // of its limit (what 8-byte runs held before, and more than any admitted request needs: a run
 // costs at most 6 bytes plus its count's); past the bound the newest run absorbs new requests and
