@@ -239,7 +239,7 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
                              absl::Span<const Limit> limits, int64_t cost, int64_t now_ms,
                              uint64_t nonce, bool* leased, bool* changed) {
   *changed = false;
-  absl::StatusOr<Decision> out(absl::in_place);
+  absl::StatusOr<Decision> out(absl::in_place, kUnfilledResults);
   if (op == Op::kAcquire || ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
     absl::Status s = op == Op::kCheck ? internal::ValidateCheck(limits, cost)
                                       : internal::ValidateAcquire(limits, cost);
@@ -390,7 +390,7 @@ size_t KeyState::MemoryBytes() const {
 
 absl::StatusOr<Decision> KeyState::Peek(std::string_view scope, absl::Span<const Limit> limits,
                                         int64_t cost, int64_t now_ms) const {
-  absl::StatusOr<Decision> out(absl::in_place);
+  absl::StatusOr<Decision> out(absl::in_place, kUnfilledResults);
   if (ABSL_PREDICT_FALSE(!internal::CheckValid(limits, cost))) {
     absl::Status s = internal::ValidatePeek(limits, cost);
     if (!s.ok()) {

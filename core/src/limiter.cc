@@ -571,7 +571,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
                                             absl::Span<const Limit> limits, int64_t cost,
                                             uint64_t nonce, bool* leased) {
   // One result object, returned by name so the large Decision is built in place.
-  absl::StatusOr<Decision> out(absl::in_place);
+  absl::StatusOr<Decision> out(absl::in_place, kUnfilledResults);
   if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
     absl::Status s = kOp == Op::kCheck  ? internal::ValidateCheck(limits, cost)
                      : kOp == Op::kPeek ? internal::ValidatePeek(limits, cost)

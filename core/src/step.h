@@ -148,12 +148,19 @@ inline void MakeDecision(size_t n, Decision& d) {
     }
   }
   const LimitResult& r = d.limits[b];
+  // Read one word at a time: the result was just stored a word at a time, and GCC otherwise
+  // pairs these reads into 16-byte loads that span two of those stores, which the CPU cannot
+  // forward from a store (a stall of ~8% of a one-limit check). The empty asm keeps the words
+  // apart; it generates no code.
+  int64_t limit = r.limit, remaining = r.remaining, retry = r.retry_after_ms,
+          reset = r.reset_after_ms;
+  asm("" : "+r"(limit), "+r"(remaining), "+r"(retry), "+r"(reset));
   d.allowed = allowed;
   d.binding = static_cast<uint8_t>(b);
-  d.limit = r.limit;
-  d.remaining = r.remaining;
-  d.retry_after_ms = allowed ? max_delay : r.retry_after_ms;
-  d.reset_after_ms = r.reset_after_ms;
+  d.limit = limit;
+  d.remaining = remaining;
+  d.retry_after_ms = allowed ? max_delay : retry;
+  d.reset_after_ms = reset;
 }
 
 }  // namespace rl::internal

@@ -58,6 +58,34 @@ TEST_F(LimiterTest, SeveralLimitsAreAllOrNothing) {
   EXPECT_EQ(Peek({minute}, 0).remaining, 2);
 }
 
+// A Decision built by a caller holds default results in every entry; the engine's decisions
+// specify only the first `count` (it skips filling the rest), each entry that limit's own.
+TEST_F(LimiterTest, DecisionEntriesPastCountAreOnlyDefaultedByCallers) {
+  Decision fresh{};
+  fresh.limits[kMaxLimitsPerCheck - 1].remaining = 7;  // the whole array is writable
+  const Decision copy = fresh;
+  for (size_t i = 0; i + 1 < kMaxLimitsPerCheck; ++i) {
+    EXPECT_TRUE(copy.limits[i].allowed);
+    EXPECT_EQ(copy.limits[i].limit, 0);
+    EXPECT_EQ(copy.limits[i].remaining, 0);
+  }
+  EXPECT_EQ(copy.limits[kMaxLimitsPerCheck - 1].remaining, 7);
+  EXPECT_EQ(copy.limits.size(), kMaxLimitsPerCheck);
+
+  const Limit minute{Algorithm::kTokenBucket, 10, kMinute};
+  const Limit hour{Algorithm::kFixedWindow, 50, 60 * kMinute};
+  const Limit day{Algorithm::kSlidingWindow, 500, kDay};
+  const Decision d = Check({minute, hour, day}, 2);
+  ASSERT_EQ(d.count, 3);
+  const int64_t limits[] = {10, 50, 500}, windows[] = {kMinute, 60 * kMinute, kDay};
+  for (size_t i = 0; i < d.count; ++i) {
+    EXPECT_TRUE(d.limits[i].allowed);
+    EXPECT_EQ(d.limits[i].limit, limits[i]);
+    EXPECT_EQ(d.limits[i].window_ms, windows[i]);
+    EXPECT_EQ(d.limits[i].remaining, limits[i] - 2);
+  }
+}
+
 TEST_F(LimiterTest, EachLimitHasItsOwnStateAndIsReused) {
   const Limit minute{Algorithm::kTokenBucket, 100, kMinute};
   const Limit day{Algorithm::kTokenBucket, 5000, kDay};

@@ -1,8 +1,9 @@
 // The answer to one check, with the exact values computed in the same atomic step.
 #pragma once
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "rl/limit.h"
 
@@ -34,10 +35,48 @@ struct LimitResult {
   int64_t reset_after_ms = 0;  // until this limit is fully replenished
 };
 
+// Tag for a producer that writes every entry of Decision::limits it counts (the engine's checks
+// and peeks): its decision leaves the entries past `count` unfilled, where zero-filling all of
+// them (432 bytes) cost a one-limit check ~60 instructions.
+struct UnfilledResults {
+  explicit constexpr UnfilledResults() = default;
+};
+inline constexpr UnfilledResults kUnfilledResults{};
+
+// Room for the result of every limit a check may name, array-like. Only the first
+// Decision::count entries are specified: a default-constructed one holds default LimitResults,
+// one built with kUnfilledResults holds unspecified values until written. A union so that the
+// latter constructs nothing (LimitResult's member initializers would otherwise run eight times).
+class LimitResults {
+ public:
+  LimitResults() : items_{} {}
+  explicit LimitResults(UnfilledResults) {}
+
+  static constexpr size_t size() { return kMaxLimitsPerCheck; }
+  LimitResult& operator[](size_t i) { return items_[i]; }
+  const LimitResult& operator[](size_t i) const { return items_[i]; }
+  LimitResult* data() { return items_; }
+  const LimitResult* data() const { return items_; }
+  LimitResult* begin() { return items_; }
+  LimitResult* end() { return items_ + kMaxLimitsPerCheck; }
+  const LimitResult* begin() const { return items_; }
+  const LimitResult* end() const { return items_ + kMaxLimitsPerCheck; }
+
+ private:
+  union {
+    LimitResult items_[kMaxLimitsPerCheck];
+  };
+};
+static_assert(std::is_trivially_copyable_v<LimitResults>);
+
 // The contract's reply: allowed, limit, remaining, retry_after_ms, reset_after_ms of the binding
 // limit (when denied: the denying limit with the longest retry; when allowed: the one with the
-// least remaining), plus every limit's own result for header values.
+// least remaining), plus every limit's own result for header values in limits[0..count). Entries
+// past `count` are unspecified (default LimitResults in a default-constructed Decision).
 struct Decision {
+  Decision() = default;
+  explicit Decision(UnfilledResults unfilled) : limits(unfilled) {}
+
   bool allowed = true;
   int64_t limit = 0;
   int64_t remaining = 0;
@@ -49,7 +88,7 @@ struct Decision {
   // shadow mode (nothing was consumed; retry_after_ms is 0; the other fields are the denial's).
   bool shadow_denied = false;
   DecidedBy decided_by = DecidedBy::kLimiter;
-  std::array<LimitResult, kMaxLimitsPerCheck> limits{};
+  LimitResults limits;
 };
 
 // Shadow mode: a denial becomes an allowance marked shadow_denied, with no wait. A denied check
