@@ -20,10 +20,7 @@ namespace internal {
 struct ShardMutexTestPeer {
   static uint32_t State(const ShardMutex& mu) { return mu.state_.load(); }
   // What an unlock does when its plain store overwrites a waiter's mark: free, and no wake-up.
-  static void FreeWithoutWake(ShardMutex& mu)
-      ABSL_UNLOCK_FUNCTION(mu) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    mu.state_.store(0);
-  }
+  static void FreeWithoutWake(ShardMutex& mu) ABSL_UNLOCK_FUNCTION(mu) { mu.state_.store(0); }
   // Wakes a sleeper (and leaves the lock free).
   static void Wake(ShardMutex& mu) { mu.UnlockSlow(); }
 };
