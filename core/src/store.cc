@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <type_traits>
 #include <vector>
 
@@ -17,41 +16,18 @@ namespace rl::internal {
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
               std::atomic<uint32_t>::is_always_lock_free);
 
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-}  // namespace
-
-void ShardMutex::LockSlow() {
-  // Test and test-and-set: spin on reads (they share the line instead of bouncing it) and try to
-  // take the lock only when it looks free.
-  for (int i = 0; i < kSpins; ++i) {
-    uint32_t c = state_.load(std::memory_order_relaxed);
-    if (c == 0 &&
-        state_.compare_exchange_weak(c, 1, std::memory_order_acquire, std::memory_order_relaxed)) {
-      return;
-    }
-    CpuRelax();
-  }
+void ShardMutex::LockSlow(uint32_t c) {
   // Mark the lock contended (2) so its holder wakes someone on unlock; whoever takes it this way
-  // keeps it marked, since other sleepers may remain. The timeout bounds a wake-up lost to
-  // unlock's plain store (see the class comment).
-  const timespec timeout{0, kSleepNs};
-  while (state_.exchange(2, std::memory_order_acquire) != 0) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, 2, &timeout,
+  // keeps it marked, since other sleepers may remain.
+  if (c != 2) c = state_.exchange(2, std::memory_order_acquire);
+  while (c != 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, 2, nullptr,
             nullptr, 0);
+    c = state_.exchange(2, std::memory_order_acquire);
   }
 }
 
-void ShardMutex::UnlockSlow() {
-  state_.store(0, std::memory_order_release);
+void ShardMutex::WakeOne() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
           0);
 }

@@ -1,32 +1,15 @@
 // Concurrency: many threads on one key admit exactly LIMIT (no two take the last token), threads
 // on distinct keys lose nothing, multi-limit checks that lock shards in different orders neither
-// deadlock nor over-admit, and sweeping and evicting run safely beside checks; the shard mutex
-// excludes under oversubscription and survives a lost wake-up.
+// deadlock nor over-admit, and sweeping and evicting run safely beside checks.
 #include <atomic>
-#include <chrono>
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "rl/limiter.h"
-#include "store.h"
 
 namespace rl {
-namespace internal {
-
-// Reaches into ShardMutex's state word to stage what only a rare interleaving produces.
-struct ShardMutexTestPeer {
-  static uint32_t State(const ShardMutex& mu) { return mu.state_.load(); }
-  // What an unlock does when its plain store overwrites a waiter's mark: free, and no wake-up.
-  static void FreeWithoutWake(ShardMutex& mu) ABSL_UNLOCK_FUNCTION(mu) { mu.state_.store(0); }
-  // Wakes a sleeper (and leaves the lock free).
-  static void Wake(ShardMutex& mu) { mu.UnlockSlow(); }
-};
-
-}  // namespace internal
-
 namespace {
 
 constexpr int kThreads = 8;
@@ -138,54 +121,6 @@ TEST(Concurrency, SweepAndEvictionBesideChecks) {
   done = true;
   ticker.join();
   EXPECT_LE(limiter.KeyCount(), 2000u + 64);
-}
-
-}  // namespace
-}  // namespace rl
-
-namespace rl {
-namespace {
-
-using internal::ShardLock;
-using internal::ShardMutex;
-using internal::ShardMutexTestPeer;
-
-// More threads than cores, some holding the lock for a while so that waiters go past their spin
-// and sleep: every increment of the unguarded counter survives.
-TEST(ShardMutex, ExcludesUnderOversubscription) {
-  ShardMutex mu;
-  int64_t counter = 0;
-  constexpr int kIncrements = 20000;
-  RunThreads(kThreads, [&](int t) {
-    for (int i = 0; i < kIncrements; ++i) {
-      ShardLock lock(mu);
-      ++counter;
-      if ((i + t) % 2000 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
-    }
-  });
-  EXPECT_EQ(counter, int64_t{kThreads} * kIncrements);
-}
-
-// An unlock's plain store can overwrite the mark of a waiter that went to sleep just then; the
-// sleeper must still get the lock (its wait is bounded), not sleep until someone else contends.
-TEST(ShardMutex, SleeperSurvivesALostWakeUp) {
-  ShardMutex mu;
-  mu.lock();
-  std::promise<void> acquired;
-  std::thread waiter([&] {
-    mu.lock();
-    acquired.set_value();
-    mu.unlock();
-  });
-  // The waiter has spun and marked the lock: it sleeps (or is about to) on the futex.
-  while (ShardMutexTestPeer::State(mu) != 2) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ShardMutexTestPeer::FreeWithoutWake(mu);  // the lock is free, and nobody wakes the sleeper
-  const bool got =
-      acquired.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-  EXPECT_TRUE(got) << "the sleeper never woke up";
-  if (!got) ShardMutexTestPeer::Wake(mu);  // for real, so that the thread can be joined
-  waiter.join();
 }
 
 }  // namespace
