@@ -15,6 +15,7 @@
 #include "absl/types/span.h"
 #include "resp/writer.h"
 #include "rl/command/docs.h"
+#include "rl/command/limit_cache.h"
 #include "stats.h"
 
 namespace rl::server {
@@ -56,6 +57,8 @@ struct CommandContext {
   ClientSession& session;
   ServerState& state;
   WorkerStats& stats;
+  // The connection's last parsed limit list (RL.* commands reuse it); null = parse every time.
+  rl::command::LimitCache* limit_cache = nullptr;
 };
 
 using Handler = void (*)(CommandContext& ctx);

@@ -194,7 +194,7 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
   if (spec == nullptr) return;
   session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
-  CommandContext ctx{args, writer_, session_, state, stats};
+  CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_};
   spec->handler(ctx);
   stats.RecordLatency(spec->family);
   if (session_.authenticated != was_authenticated) UpdateParserLimits();

@@ -93,6 +93,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_;  // the buffer of the write in flight
   resp::Writer writer_;  // appends into out_
   ClientSession session_;
+  rl::command::LimitCache limit_cache_;  // this client's last RL.* limit list, parsed
   HandlerMemory read_memory_;
   HandlerMemory write_memory_;
   bool write_in_flight_ = false;
