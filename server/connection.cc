@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "command_clock.h"
 #include "debug_commands.h"
 #include "server.h"
 #include "server_state.h"
@@ -195,7 +196,10 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
   session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_};
-  spec->handler(ctx);
+  {
+    CommandClock::Scope now(stats.mark_ns());  // the limiter's `now`, read already
+    spec->handler(ctx);
+  }
   stats.RecordLatency(spec->family);
   if (session_.authenticated != was_authenticated) UpdateParserLimits();
   if (session_.close_after_reply) read_closed_ = true;
