@@ -124,7 +124,12 @@ class CommandTable {
   // order: unknown command, arity, protected (DEBUG), authentication, unknown subcommand, the
   // subcommand's arity. Null after writing the error reply when it may not run.
   const CommandSpec* Resolve(absl::Span<const std::string_view> args, const ClientSession& session,
-                             resp::Writer& w) const;
+                             resp::Writer& w) const {
+    return Resolve(Find(args[0]), args, session, w);
+  }
+  // The same with the row of args[0] found already (Find's answer: null when unknown).
+  const CommandSpec* Resolve(const CommandSpec* found, absl::Span<const std::string_view> args,
+                             const ClientSession& session, resp::Writer& w) const;
   // A subcommand of `parent` by its second argument; null when unknown.
   static const CommandSpec* FindSub(const CommandSpec& parent, std::string_view name);
 

@@ -18,7 +18,8 @@ TEST(CommandClockTest, TheCommandsTimeWhileItRunsTheBaseClockElsewhere) {
   CommandClock clock(&base);
   EXPECT_EQ(clock.NowMs(), 5'000);
   {
-    CommandClock::Scope now(7'250'999'999);  // ns: 7250.999999 ms, whole milliseconds as SteadyClock
+    CommandClock::Scope now(
+        7'250'999'999);  // ns: 7250.999999 ms, whole milliseconds as SteadyClock
     EXPECT_EQ(clock.NowMs(), 7'250);
     base.Advance(100);  // the command's time stands while it runs
     EXPECT_EQ(clock.NowMs(), 7'250);
