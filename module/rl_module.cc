@@ -160,6 +160,13 @@ const command::PolicyLookup& Lookup() {
   return lookup;
 }
 
+// The last parsed limit list (limit_cache.h): clients repeat theirs with every check. One for the
+// module: Redis runs module commands one at a time (on its main thread, or under the module GIL).
+command::LimitCache* Limits() {
+  static command::LimitCache cache;
+  return &cache;
+}
+
 // Every keyed command: one read of the context flags serves the reply protocol and replication;
 // `run` is the command layer's function for it.
 template <class Run>
@@ -173,36 +180,38 @@ int OnKey(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, Run run) {
 
 int Check(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
-    command::RunCheck(e, w, Verb::kCheck, a, Lookup());
+    command::RunCheck(e, w, Verb::kCheck, a, Lookup(), Limits());
   });
 }
 
 int Peek(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
-    command::RunCheck(e, w, Verb::kPeek, a, Lookup());
+    command::RunCheck(e, w, Verb::kPeek, a, Lookup(), Limits());
   });
 }
 
 int Reset(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return OnKey(ctx, argv, argc,
-               [](auto& e, auto& w, ArgViews a) { command::RunReset(e, w, a, Lookup()); });
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
+    command::RunReset(e, w, a, Lookup(), Limits());
+  });
 }
 
 int Refund(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
-    command::RunAdjust(e, w, Verb::kRefund, a, Lookup());
+    command::RunAdjust(e, w, Verb::kRefund, a, Lookup(), Limits());
   });
 }
 
 int Charge(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
-    command::RunAdjust(e, w, Verb::kCharge, a, Lookup());
+    command::RunAdjust(e, w, Verb::kCharge, a, Lookup(), Limits());
   });
 }
 
 int Acquire(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return OnKey(ctx, argv, argc,
-               [](auto& e, auto& w, ArgViews a) { command::RunAcquire(e, w, a, Lookup()); });
+  return OnKey(ctx, argv, argc, [](auto& e, auto& w, ArgViews a) {
+    command::RunAcquire(e, w, a, Lookup(), Limits());
+  });
 }
 
 int Release(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {

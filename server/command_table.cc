@@ -182,9 +182,10 @@ bool ArityOk(const CommandSpec& spec, size_t n) {
 }
 }  // namespace
 
-const CommandSpec* CommandTable::Resolve(absl::Span<const std::string_view> args,
+const CommandSpec* CommandTable::Resolve(const CommandSpec* found,
+                                         absl::Span<const std::string_view> args,
                                          const ClientSession& session, resp::Writer& w) const {
-  const CommandSpec* spec = Find(args[0]);
+  const CommandSpec* spec = found;
   if (spec == nullptr) {
     WriteUnknownCommand(w, args);
     return nullptr;

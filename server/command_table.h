@@ -15,6 +15,7 @@
 #include "absl/types/span.h"
 #include "resp/writer.h"
 #include "rl/command/docs.h"
+#include "rl/command/limit_cache.h"
 #include "stats.h"
 
 namespace rl::server {
@@ -56,6 +57,8 @@ struct CommandContext {
   ClientSession& session;
   ServerState& state;
   WorkerStats& stats;
+  // The connection's last parsed limit list (RL.* commands reuse it); null = parse every time.
+  rl::command::LimitCache* limit_cache = nullptr;
 };
 
 using Handler = void (*)(CommandContext& ctx);
@@ -121,7 +124,12 @@ class CommandTable {
   // order: unknown command, arity, protected (DEBUG), authentication, unknown subcommand, the
   // subcommand's arity. Null after writing the error reply when it may not run.
   const CommandSpec* Resolve(absl::Span<const std::string_view> args, const ClientSession& session,
-                             resp::Writer& w) const;
+                             resp::Writer& w) const {
+    return Resolve(Find(args[0]), args, session, w);
+  }
+  // The same with the row of args[0] found already (Find's answer: null when unknown).
+  const CommandSpec* Resolve(const CommandSpec* found, absl::Span<const std::string_view> args,
+                             const ClientSession& session, resp::Writer& w) const;
   // A subcommand of `parent` by its second argument; null when unknown.
   static const CommandSpec* FindSub(const CommandSpec& parent, std::string_view name);
 

@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "command_clock.h"
 #include "debug_commands.h"
 #include "server.h"
 #include "server_state.h"
@@ -190,15 +191,32 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* spec = state.commands.Resolve(args, session_, writer_);
+  const CommandSpec* spec = state.commands.Resolve(FindCommand(args[0]), args, session_, writer_);
   if (spec == nullptr) return;
   session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
-  CommandContext ctx{args, writer_, session_, state, stats};
-  spec->handler(ctx);
+  CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_};
+  {
+    CommandClock::Scope now(stats.mark_ns());  // the limiter's `now`, read already
+    spec->handler(ctx);
+  }
   stats.RecordLatency(spec->family);
   if (session_.authenticated != was_authenticated) UpdateParserLimits();
   if (session_.close_after_reply) read_closed_ = true;
+}
+
+const CommandSpec* Connection::FindCommand(std::string_view name) {
+  if (last_command_ != nullptr && name.size() == last_command_len_ &&
+      std::memcmp(name.data(), last_command_name_.data(), name.size()) == 0) {
+    return last_command_;
+  }
+  const CommandSpec* spec = worker_->state().commands.Find(name);
+  if (spec != nullptr && name.size() <= last_command_name_.size()) {
+    std::memcpy(last_command_name_.data(), name.data(), name.size());
+    last_command_len_ = name.size();
+    last_command_ = spec;
+  }
+  return spec;
 }
 
 void Connection::MaybeWrite() {

@@ -5,6 +5,7 @@
 // nobody else notices). Lives on one I/O thread; never locked.
 #pragma once
 
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -77,6 +78,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Parses and executes every complete command in the buffer. False when the connection closed.
   bool ProcessInput();
   void Execute(absl::Span<const std::string_view> args);
+  // The command table row of `name` (null when unknown), remembered for the next command: a client
+  // mostly repeats one command, and comparing its name's bytes is cheaper than folding case and
+  // hashing.
+  const CommandSpec* FindCommand(std::string_view name);
   void UpdateParserLimits();
   void MaybeWrite();
   void OnWrite(const boost::system::error_code& ec, size_t n);
@@ -93,6 +98,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_;  // the buffer of the write in flight
   resp::Writer writer_;  // appends into out_
   ClientSession session_;
+  rl::command::LimitCache limit_cache_;  // this client's last RL.* limit list, parsed
+  // FindCommand's memo: the last known command's name as sent (up to 16 bytes) and its row.
+  const CommandSpec* last_command_ = nullptr;
+  std::array<char, 16> last_command_name_{};
+  size_t last_command_len_ = 0;
   HandlerMemory read_memory_;
   HandlerMemory write_memory_;
   bool write_in_flight_ = false;

@@ -2,8 +2,9 @@
 // RL.ACQUIRE, RL.RELEASE, RL.POLICY and redis-cell's CL.THROTTLE. Grammar, validation, decisions
 // and reply shapes live in the shared command layer (command/, also behind rl.so); this file only
 // supplies the server's engine (the shared rl::Limiter, with per-policy statistics), its policy
-// store and its command table rows. Inline limits are parsed into a fixed array and replies go
-// straight into the connection's output buffer, so a check allocates nothing.
+// store and its command table rows. Inline limits are parsed into a fixed array (or taken from the
+// connection's LimitCache when the client sends the same list again) and replies go straight into
+// the connection's output buffer, so a check allocates nothing.
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,27 +95,27 @@ command::PolicyLookup Lookup(CommandContext& ctx) {
 
 void Check(CommandContext& ctx) {
   ServerEngine engine(ctx);
-  command::RunCheck(engine, ctx.w, Verb::kCheck, ctx.args, Lookup(ctx));
+  command::RunCheck(engine, ctx.w, Verb::kCheck, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
 void Peek(CommandContext& ctx) {
   ServerEngine engine(ctx);
-  command::RunCheck(engine, ctx.w, Verb::kPeek, ctx.args, Lookup(ctx));
+  command::RunCheck(engine, ctx.w, Verb::kPeek, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
 void Reset(CommandContext& ctx) {
   ServerEngine engine(ctx);
-  command::RunReset(engine, ctx.w, ctx.args, Lookup(ctx));
+  command::RunReset(engine, ctx.w, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
 void Refund(CommandContext& ctx) {
   ServerEngine engine(ctx);
-  command::RunAdjust(engine, ctx.w, Verb::kRefund, ctx.args, Lookup(ctx));
+  command::RunAdjust(engine, ctx.w, Verb::kRefund, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
 void Charge(CommandContext& ctx) {
   ServerEngine engine(ctx);
-  command::RunAdjust(engine, ctx.w, Verb::kCharge, ctx.args, Lookup(ctx));
+  command::RunAdjust(engine, ctx.w, Verb::kCharge, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
 void Acquire(CommandContext& ctx) {
   ServerEngine engine(ctx);
-  command::RunAcquire(engine, ctx.w, ctx.args, Lookup(ctx));
+  command::RunAcquire(engine, ctx.w, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
 void Release(CommandContext& ctx) {
   ServerEngine engine(ctx);

@@ -175,6 +175,10 @@ absl::Status Server::Start() {
   options.overflow = c.overflow;
   InstallDebugClock(&state_);  // first: everything below reads the clock it installs
   options.clock = state_.clock;
+  if (state_.clock == rl::SteadyClock::Default()) {
+    state_.command_clock = std::make_unique<CommandClock>(state_.clock);
+    options.clock = state_.command_clock.get();
+  }
   state_.limiter = std::make_unique<rl::Limiter>(options);
   absl::Status st = state_.policies.LoadFromConfig(c.policies);
   if (!st.ok())

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client_registry.h"
+#include "command_clock.h"
 #include "command_families.h"
 #include "command_table.h"
 #include "config.h"
@@ -30,6 +31,9 @@ struct ServerState {
   rl::Clock* clock = rl::SteadyClock::Default();
   // Set only when enable-debug-command is on: `clock` then points to it (InstallDebugClock).
   std::unique_ptr<DebugClock> debug_clock;
+  // The limiter's clock when `clock` is the steady clock: `clock` without a second clock read per
+  // check (command_clock.h). Null otherwise, and the limiter reads `clock`.
+  std::unique_ptr<CommandClock> command_clock;
   // Runs every I/O thread's idle sweep soon, on its own thread (DEBUG SWEEP); set by Server.
   std::function<void()> sweep_idle;
   std::unique_ptr<rl::Limiter> limiter;

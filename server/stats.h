@@ -90,6 +90,9 @@ class WorkerStats {
     mark_ns_ = now;
   }
   void RecordLatency(CommandFamily family, int64_t ns);
+  // The steady time (ns) the last command ended, or the batch started: what the limiter reads as
+  // `now` while the next command runs (CommandClock). Owner thread only.
+  int64_t mark_ns() const { return mark_ns_; }
 
   uint64_t commands() const { return commands_.load(std::memory_order_relaxed); }
   // RL.* and CL.THROTTLE commands: the only ones that change limiter state or policies.

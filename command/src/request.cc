@@ -17,23 +17,48 @@ absl::Status NotAnInteger() {
 absl::Status SyntaxError() { return absl::InvalidArgumentError("syntax error"); }
 
 absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
-                          const PolicyLookup& lookup, Request* r) {
+                          const PolicyLookup& lookup, Request* r, LimitCache* cache) {
   if (args.size() < 3) return SyntaxError();
   r->key = args[1];
   size_t pos = 2;
-  size_t count = 0;
-  auto parse_limits = [&]() {
-    return ParseLimitsInto(args, &pos, absl::MakeSpan(r->inline_limits), &count);
+  // Whether a limit list starts at args[pos]: the cached list's first token is an algorithm name
+  // already known, which spares the name lookup.
+  auto limits_here = [&]() {
+    return pos < args.size() && ((cache != nullptr && cache->StartsWith(args[pos])) ||
+                                 ParseAlgorithm(args[pos]).has_value());
   };
-  if (EqualsIgnoreCase(args[pos], "POLICY")) {
+  // The list at args[pos] into r->limits: the cached parse when the same bytes came last time,
+  // else parsed into r->inline_limits (and remembered).
+  auto take_limits = [&]() -> absl::Status {
+    if (cache != nullptr) {
+      size_t end = 0;
+      if (absl::Span<const Limit> hit = cache->Find(args, pos, &end); !hit.empty()) {
+        r->limits = hit;
+        pos = end;
+        return absl::OkStatus();
+      }
+    }
+    const size_t start = pos;
+    size_t count = 0;
+    if (absl::Status s = ParseLimitsInto(args, &pos, absl::MakeSpan(r->inline_limits), &count);
+        !s.ok()) {
+      return s;
+    }
+    r->limits = absl::MakeConstSpan(r->inline_limits.data(), count);
+    if (cache != nullptr) cache->Store(args, start, pos, r->limits);
+    return absl::OkStatus();
+  };
+  if (limits_here()) {
+    if (absl::Status s = take_limits(); !s.ok()) return s;
+    r->scope = kInlineScope;
+  } else if (EqualsIgnoreCase(args[pos], "POLICY")) {
     if (pos + 1 >= args.size()) return SyntaxError();
     const std::string_view name = args[pos + 1];
     pos += 2;
-    if (pos < args.size() && ParseAlgorithm(args[pos]).has_value()) {
+    if (limits_here()) {
       // The caller's definition, under the policy's state.
       if (absl::Status s = ValidatePolicyName(name); !s.ok()) return s;
-      if (absl::Status s = parse_limits(); !s.ok()) return s;
-      r->limits = absl::MakeConstSpan(r->inline_limits.data(), count);
+      if (absl::Status s = take_limits(); !s.ok()) return s;
       r->scope = name;
       r->policy_name = name;
     } else {
@@ -46,10 +71,6 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
       r->policy_name = r->policy->name;
       r->shadow = r->policy->shadow;
     }
-  } else if (ParseAlgorithm(args[pos]).has_value()) {
-    if (absl::Status s = parse_limits(); !s.ok()) return s;
-    r->limits = absl::MakeConstSpan(r->inline_limits.data(), count);
-    r->scope = kInlineScope;
   } else {
     return absl::InvalidArgumentError(
         "expected a limit (TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, "

@@ -125,9 +125,55 @@ ParseStatus Parser::Parse(std::string_view buf, size_t* consumed,
   // than read past the end.
   if (buf.size() < pos_ + scanned_) ClearCommand();
   if (buf.empty()) return ParseStatus::kIncomplete;
-  if (mode_ == Mode::kNone) mode_ = buf[0] == '*' ? Mode::kMultibulk : Mode::kInline;
+  if (mode_ == Mode::kNone) {
+    if (buf[0] == '*' && ParseWholeMultibulk(buf, consumed, args)) return ParseStatus::kCommand;
+    mode_ = buf[0] == '*' ? Mode::kMultibulk : Mode::kInline;
+  }
   if (mode_ == Mode::kInline) return ParseInline(buf, consumed, args);
   return ParseMultibulk(buf, consumed, args);
+}
+
+namespace {
+
+// The length in a "*N\r\n" or "$N\r\n" line at *p (after its prefix) in one pass: a decimal of
+// at most 18 digits without a leading zero (but "0" itself), then CRLF. False for anything else
+// (the general path then gives Redis's error, or waits for more bytes).
+bool ReadLength(const char** p, const char* end, uint64_t* out) {
+  const char* q = *p;
+  uint64_t v = 0;
+  const char* const first = q;
+  while (q < end && *q >= '0' && *q <= '9') {
+    v = v * 10 + static_cast<unsigned>(*q - '0');
+    ++q;
+  }
+  const size_t digits = static_cast<size_t>(q - first);
+  if (digits == 0 || digits > 18 || (digits > 1 && *first == '0')) return false;
+  if (end - q < 2 || q[0] != '\r' || q[1] != '\n') return false;
+  *p = q + 2;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool Parser::ParseWholeMultibulk(std::string_view buf, size_t* consumed,
+                                 std::vector<std::string_view>* args) {
+  const char* p = buf.data() + 1;
+  const char* const end = buf.data() + buf.size();
+  uint64_t count = 0;
+  if (!ReadLength(&p, end, &count) || count == 0 || count > limits_.max_args) return false;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t len = 0;
+    if (p == end || *p != '$' || (++p, !ReadLength(&p, end, &len)) || len > limits_.max_bulk ||
+        static_cast<uint64_t>(end - p) < len + 2 || p[len] != '\r' || p[len + 1] != '\n') {
+      args->clear();
+      return false;
+    }
+    args->emplace_back(p, len);
+    p += len + 2;
+  }
+  *consumed = static_cast<size_t>(p - buf.data());
+  return true;
 }
 
 Parser::LineStatus Parser::FindLineEnd(std::string_view buf, char ch, size_t* at) {

@@ -1,6 +1,6 @@
 // RESP reply writer. Every reply is appended to the caller's buffer with at most a few append
-// calls; numbers are formatted with std::to_chars into a stack buffer, so nothing allocates
-// beyond the buffer's own growth.
+// calls (an array of integers with one); numbers are formatted with std::to_chars into a stack
+// buffer, so nothing allocates beyond the buffer's own growth.
 #include "resp/writer.h"
 
 #include <charconv>
@@ -9,14 +9,22 @@
 namespace resp {
 namespace {
 
-// Appends `prefix`, the decimal `v` and CRLF: the shape of every RESP length and integer line.
-void AppendLine(std::string* out, char prefix, int64_t v) {
-  char buf[24];
-  buf[0] = prefix;
-  char* end = std::to_chars(buf + 1, buf + sizeof(buf) - 2, v).ptr;
+// Room for one length or integer line: the prefix, up to 20 characters of int64, CRLF.
+constexpr size_t kMaxLine = 24;
+
+// Writes `prefix`, the decimal `v` and CRLF at `p` (kMaxLine bytes of room); returns the end.
+char* PutLine(char* p, char prefix, int64_t v) {
+  *p = prefix;
+  char* end = std::to_chars(p + 1, p + kMaxLine - 2, v).ptr;
   *end++ = '\r';
   *end++ = '\n';
-  out->append(buf, end - buf);
+  return end;
+}
+
+// Appends `prefix`, the decimal `v` and CRLF: the shape of every RESP length and integer line.
+void AppendLine(std::string* out, char prefix, int64_t v) {
+  char buf[kMaxLine];
+  out->append(buf, PutLine(buf, prefix, v) - buf);
 }
 
 // Appends `prefix`, `s` with CR and LF turned into spaces (a status line cannot hold them), CRLF.
@@ -48,6 +56,19 @@ void Writer::SimpleString(std::string_view s) { AppendSanitizedLine(out_, '+', s
 void Writer::Error(std::string_view s) { AppendSanitizedLine(out_, '-', s); }
 
 void Writer::Integer(int64_t v) { AppendLine(out_, ':', v); }
+
+void Writer::IntegerArray(std::span<const int64_t> values) {
+  constexpr size_t kMaxValues = 8;
+  if (values.size() > kMaxValues) {
+    ArrayHeader(values.size());
+    for (int64_t v : values) Integer(v);
+    return;
+  }
+  char buf[kMaxLine * (kMaxValues + 1)];
+  char* p = PutLine(buf, '*', static_cast<int64_t>(values.size()));
+  for (int64_t v : values) p = PutLine(p, ':', v);
+  out_->append(buf, p - buf);
+}
 
 void Writer::Bulk(std::string_view s) {
   AppendLine(out_, '$', static_cast<int64_t>(s.size()));

@@ -38,7 +38,7 @@ class CommandTest : public ::testing::Test {
       return it == policies_.end() ? nullptr : it->second;
     };
     const std::string name = args[0];
-    if (name == "RL.CHECK") RunCheck(engine_, w, Verb::kCheck, views, lookup);
+    if (name == "RL.CHECK") RunCheck(engine_, w, Verb::kCheck, views, lookup, cache_);
     if (name == "RL.PEEK") RunCheck(engine_, w, Verb::kPeek, views, lookup);
     if (name == "RL.RESET") RunReset(engine_, w, views, lookup);
     if (name == "CL.THROTTLE") RunThrottle(engine_, w, views);
@@ -52,6 +52,7 @@ class CommandTest : public ::testing::Test {
   ManualClock clock_;
   Limiter limiter_;
   LimiterEngine engine_;
+  LimitCache* cache_ = nullptr;  // RL.CHECK's, when a test sets it
   std::map<std::string, std::shared_ptr<const Policy>> policies_;
 };
 
@@ -234,6 +235,118 @@ TEST_F(CommandTest, ThrottleStateIsApartFromAnyPolicy) {
   Run({"CL.THROTTLE", "k", "0", "30", "60"});
   EXPECT_EQ(Run({"CL.THROTTLE", "k", "0", "30", "60"}).substr(0, 8), "*5\r\n:1\r\n");
   EXPECT_EQ(Run({"RL.CHECK", "k", "POLICY", "cl.throttle"}).substr(0, 8), "*5\r\n:1\r\n");
+}
+
+// ---- The per-connection cache of the last parsed limit list ----
+
+// Parses `args` (as sent) for RL.CHECK with `cache`.
+absl::Status ParseWith(LimitCache* cache, std::vector<std::string_view> args, Request* r) {
+  return ParseRequest(Verb::kCheck, args, nullptr, r, cache);
+}
+
+TEST(LimitCacheTest, TheSameBytesAreParsedOnce) {
+  LimitCache cache;
+  Request first;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "a", "TOKEN_BUCKET", "100", "1m"}, &first).ok());
+  ASSERT_EQ(first.limits.size(), 1u);
+  EXPECT_EQ(first.limits.data(), first.inline_limits.data());  // parsed
+  Request again;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "b", "TOKEN_BUCKET", "100", "1m"}, &again).ok());
+  ASSERT_EQ(again.limits.size(), 1u);
+  EXPECT_NE(again.limits.data(), again.inline_limits.data());  // from the cache
+  EXPECT_EQ(again.limits[0], (Limit{Algorithm::kTokenBucket, 100, 60000}));
+  EXPECT_EQ(again.key, "b");
+  EXPECT_EQ(again.scope, kInlineScope);
+  // COST and HEADERS after the same list still hit, and are read from this request.
+  Request options;
+  ASSERT_TRUE(ParseWith(&cache,
+                        {"RL.CHECK", "c", "TOKEN_BUCKET", "100", "1m", "COST", "7", "HEADERS"},
+                        &options)
+                  .ok());
+  EXPECT_NE(options.limits.data(), options.inline_limits.data());
+  EXPECT_EQ(options.cost, 7);
+  EXPECT_TRUE(options.headers);
+}
+
+TEST(LimitCacheTest, WhatFollowsTheCachedBytesIsStillParsed) {
+  LimitCache cache;
+  Request r;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "k", "TOKEN_BUCKET", "100", "1m"}, &r).ok());
+  // The cached tokens are a prefix of a longer limit or list: not the cached parse.
+  Request burst;
+  ASSERT_TRUE(
+      ParseWith(&cache, {"RL.CHECK", "k", "TOKEN_BUCKET", "100", "1m", "BURST", "20"}, &burst)
+          .ok());
+  ASSERT_EQ(burst.limits.size(), 1u);
+  EXPECT_EQ(burst.limits[0].burst, 20);
+  Request two;
+  ASSERT_TRUE(ParseWith(&cache,
+                        {"RL.CHECK", "k", "TOKEN_BUCKET", "100", "1m", "FIXED_WINDOW", "5", "1d"},
+                        &two)
+                  .ok());
+  ASSERT_EQ(two.limits.size(), 2u);
+  EXPECT_EQ(two.limits[1], (Limit{Algorithm::kFixedWindow, 5, 86400000}));
+  // A repeated list after the two-limit one: the two-limit list is what is cached now.
+  Request again;
+  ASSERT_TRUE(ParseWith(&cache,
+                        {"RL.CHECK", "j", "TOKEN_BUCKET", "100", "1m", "FIXED_WINDOW", "5", "1d"},
+                        &again)
+                  .ok());
+  EXPECT_NE(again.limits.data(), again.inline_limits.data());
+  EXPECT_EQ(again.limits.size(), 2u);
+  // A token that is neither COST nor HEADERS after the cached list: parsed, the syntax error kept.
+  Request junk;
+  EXPECT_EQ(
+      ParseWith(&cache,
+                {"RL.CHECK", "k", "TOKEN_BUCKET", "100", "1m", "FIXED_WINDOW", "5", "1d", "BOGUS"},
+                &junk)
+          .message(),
+      "syntax error");
+  // Other bytes (case, a number) are other lists.
+  Request lower;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "k", "token_bucket", "100", "1M"}, &lower).ok());
+  EXPECT_EQ(lower.limits[0], (Limit{Algorithm::kTokenBucket, 100, 60000}));
+  Request other;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "k", "token_bucket", "101", "1M"}, &other).ok());
+  EXPECT_EQ(other.limits[0].limit, 101);
+}
+
+TEST(LimitCacheTest, ErrorsAreNeverCachedAndPolicyFormsShareTheList) {
+  LimitCache cache;
+  Request bad;
+  EXPECT_FALSE(ParseWith(&cache, {"RL.CHECK", "k", "GCRA", "0", "1m"}, &bad).ok());
+  EXPECT_FALSE(ParseWith(&cache, {"RL.CHECK", "k", "GCRA", "0", "1m"}, &bad).ok());
+  Request dup;
+  EXPECT_FALSE(
+      ParseWith(&cache, {"RL.CHECK", "k", "GCRA", "5", "1s", "GCRA", "9", "1s"}, &dup).ok());
+  Request good;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "k", "GCRA", "5", "1s"}, &good).ok());
+  // `POLICY name <limit>...` uses the same cached list, under the named policy's scope; the name
+  // is still checked.
+  Request named;
+  ASSERT_TRUE(
+      ParseWith(&cache, {"RL.CHECK", "k", "POLICY", "api", "GCRA", "5", "1s"}, &named).ok());
+  EXPECT_NE(named.limits.data(), named.inline_limits.data());
+  EXPECT_EQ(named.scope, "api");
+  EXPECT_EQ(named.policy_name, "api");
+  Request badname;
+  EXPECT_FALSE(
+      ParseWith(&cache, {"RL.CHECK", "k", "POLICY", "a b", "GCRA", "5", "1s"}, &badname).ok());
+}
+
+TEST_F(CommandTest, ChecksWithACacheAnswerAsWithout) {
+  LimitCache cache;
+  cache_ = &cache;
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m"}),
+            "*5\r\n:1\r\n:2\r\n:1\r\n:0\r\n:30000\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m"}),
+            "*5\r\n:1\r\n:2\r\n:0\r\n:0\r\n:60000\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m"}).substr(0, 8), "*5\r\n:0\r\n");
+  // The cached list followed by BURST: the burst counts.
+  EXPECT_EQ(Run({"RL.CHECK", "j", "TOKEN_BUCKET", "2", "1m", "BURST", "5"}).substr(0, 16),
+            "*5\r\n:1\r\n:5\r\n:4\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "TOKEN_BUCKET", "2", "1m", "COST", "x"}),
+            "-ERR value is not an integer or out of range\r\n");
 }
 
 TEST(CommandDocs, HelpAndUsageComeFromTheRows) {

@@ -64,6 +64,20 @@ std::vector<Case> Cases() {
       {"*11\r\n", unauth},
       {"*1\r\n$16385\r\n", unauth},
       {Multibulk({"AUTH", "secret"}), unauth},
+      // Lengths at the edges of the one-pass reading of whole commands.
+      {Multibulk({"ECHO", ""}), def},
+      {"*02\r\n$4\r\nECHO\r\n$1\r\nx\r\n", def},
+      {"*2\r\n$04\r\nECHO\r\n$1\r\nx\r\n", def},
+      {"*2\r\n$+4\r\nECHO\r\n$1\r\nx\r\n", def},
+      {"*1\r\n$99999999999999999999\r\n", def},
+      {"*99999999999999999999\r\n$4\r\nPING\r\n", def},
+      {"*1\r\n$1234567890123456789\r\n", def},
+      {"*1\r\n$4\nPING\r\n", def},
+      {"*1\r\n$4\r\nPINGX\n", def},
+      {Cat(Multibulk({"SET", "k", "v"}), "*2\r\n$3\r\nGET\r\n$1\r\nk\r"), def},
+      {Multibulk({"A", "B", "CDEFG"}), tiny},   // exactly at max_args and max_bulk
+      {Multibulk({"A", "B", "CDEFGH"}), tiny},  // one byte over max_bulk
+      {Multibulk({"A", "B", "C", "D"}), tiny},  // one over max_args
   };
 }
 

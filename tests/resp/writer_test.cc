@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 
 namespace resp {
@@ -44,6 +45,40 @@ TEST_P(WriterTest, Integer) {
             ":9223372036854775807\r\n");
   EXPECT_EQ(Write([](Writer& w) { w.Integer(std::numeric_limits<int64_t>::min()); }),
             ":-9223372036854775808\r\n");
+}
+
+TEST_P(WriterTest, IntegerArrayIsArrayHeaderAndIntegers) {
+  EXPECT_EQ(Write([](Writer& w) {
+              const int64_t v[] = {1, 100, 99, 0, 600};
+              w.IntegerArray(v);
+            }),
+            "*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:600\r\n");
+  EXPECT_EQ(Write([](Writer& w) { w.IntegerArray({}); }), "*0\r\n");
+  // Extremes, and more values than fit the stack buffer at once.
+  auto both = [](Writer& w, std::span<const int64_t> v) {
+    w.IntegerArray(v);
+    w.ArrayHeader(v.size());
+    for (int64_t x : v) w.Integer(x);
+  };
+  std::string out;
+  Writer w(&out, GetParam());
+  const int64_t extremes[] = {std::numeric_limits<int64_t>::min(), -1,
+                              std::numeric_limits<int64_t>::max()};
+  both(w, extremes);
+  EXPECT_EQ(out.substr(0, out.size() / 2), out.substr(out.size() / 2));
+  out.clear();
+  const int64_t many[] = {std::numeric_limits<int64_t>::min(), 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                          std::numeric_limits<int64_t>::max()};
+  both(w, many);
+  EXPECT_EQ(out.substr(0, out.size() / 2), out.substr(out.size() / 2));
+  out.clear();
+  const int64_t eight[] = {
+      std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min(),
+      std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min(),
+      std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min(),
+      std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min()};
+  both(w, eight);
+  EXPECT_EQ(out.substr(0, out.size() / 2), out.substr(out.size() / 2));
 }
 
 TEST_P(WriterTest, Bulk) {

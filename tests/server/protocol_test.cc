@@ -68,6 +68,32 @@ TEST_F(ProtocolTest, RedisErrorTexts) {
   EXPECT_EQ(c.Call({"PiNg"}).str, "PONG");
 }
 
+// Each connection remembers its last command's row by the name's bytes: commands that follow one
+// another with names alike in length or case, unknown ones among them, each still get their own.
+TEST_F(ProtocolTest, EveryCommandOfAPipelineFindsItsOwnRow) {
+  RespClient c(port());
+  const std::vector<std::vector<std::string>> commands = {
+      {"PING"},      {"PING"},      {"ping"}, {"PINGX"},     {"PING"}, {"ECHO", "a"},
+      {"ECHO", "b"}, {"echo", "c"}, {"PONG"}, {"ECHO", "d"}, {"ECHO"}, {"PING"}};
+  std::string batch;
+  for (const auto& cmd : commands) batch += RespClient::Encode(cmd);
+  ASSERT_TRUE(c.SendRaw(batch));
+  const std::vector<std::string> expected = {
+      "PONG",
+      "PONG",
+      "PONG",
+      "ERR unknown command 'PINGX', with args beginning with: ",
+      "PONG",
+      "a",
+      "b",
+      "c",
+      "ERR unknown command 'PONG', with args beginning with: ",
+      "d",
+      "ERR wrong number of arguments for 'echo' command",
+      "PONG"};
+  for (const std::string& want : expected) EXPECT_EQ(c.Read().str, want);
+}
+
 TEST_F(ProtocolTest, HelloAndAdminCommands) {
   RespClient c(port());
   Reply h = c.Call({"HELLO", "3", "SETNAME", "tester"});

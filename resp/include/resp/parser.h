@@ -64,6 +64,12 @@ class Parser {
                           std::vector<std::string_view>* args);
   ParseStatus ParseMultibulk(std::string_view buf, size_t* consumed,
                              std::vector<std::string_view>* args);
+  // The common case in one pass: a whole, well-formed multibulk command at the start of `buf`
+  // (one read holds a pipeline of them). Leaves the parser's state alone and returns false for
+  // anything else (incomplete, malformed, over a limit), which ParseMultibulk then reads with its
+  // resumable state and exact errors.
+  bool ParseWholeMultibulk(std::string_view buf, size_t* consumed,
+                           std::vector<std::string_view>* args);
   // Looks for `ch` in the line that starts at pos_, resuming the search where the last call
   // stopped; kTooLong once the line (bytes before `ch`) is longer than limits_.max_inline.
   LineStatus FindLineEnd(std::string_view buf, char ch, size_t* at);

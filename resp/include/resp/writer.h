@@ -25,6 +25,9 @@ class Writer {
   void Error(std::string_view s);         // -ERR ... (caller includes the code: "ERR x"; CR/LF
                                           // are replaced by spaces)
   void Integer(int64_t v);
+  // An array of integers (an RL.CHECK reply in RESP2), the same bytes as ArrayHeader + Integer
+  // each, formatted on the stack and appended at once.
+  void IntegerArray(std::span<const int64_t> values);
   void Bulk(std::string_view s);
   void Null();
   void ArrayHeader(size_t n);

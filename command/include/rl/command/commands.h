@@ -45,11 +45,17 @@ struct Acquired {
   std::string lease_id;
 };
 
+// The RL.* commands that take limits accept a LimitCache (see limit_cache.h): the connection's
+// last parsed limit list, reused when the same bytes come again.
+
 // RL.CHECK (verb kCheck) and RL.PEEK (kPeek).
 template <class Engine, class Sink>
-void RunCheck(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup& lookup) {
+void RunCheck(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup& lookup,
+              LimitCache* cache = nullptr) {
   Request r;
-  if (absl::Status s = ParseRequest(verb, args, lookup, &r); !s.ok()) return WriteError(w, s);
+  if (absl::Status s = ParseRequest(verb, args, lookup, &r, cache); !s.ok()) {
+    return WriteError(w, s);
+  }
   absl::StatusOr<Decision> d = verb == Verb::kPeek ? engine.Peek(r) : engine.Check(r);
   if (!d.ok()) return WriteError(w, d.status());
   if (r.shadow) ApplyShadow(*d);
@@ -58,9 +64,10 @@ void RunCheck(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup&
 
 // RL.RESET -> the number of states removed.
 template <class Engine, class Sink>
-void RunReset(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup) {
+void RunReset(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup,
+              LimitCache* cache = nullptr) {
   Request r;
-  if (absl::Status s = ParseRequest(Verb::kReset, args, lookup, &r); !s.ok()) {
+  if (absl::Status s = ParseRequest(Verb::kReset, args, lookup, &r, cache); !s.ok()) {
     return WriteError(w, s);
   }
   absl::StatusOr<int64_t> removed = engine.Reset(r);
@@ -71,9 +78,12 @@ void RunReset(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup) {
 // RL.REFUND (verb kRefund) and RL.CHARGE (kCharge): RL.CHECK's reply, as a check of cost 0 would
 // answer right after the refund or charge.
 template <class Engine, class Sink>
-void RunAdjust(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup& lookup) {
+void RunAdjust(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup& lookup,
+               LimitCache* cache = nullptr) {
   Request r;
-  if (absl::Status s = ParseRequest(verb, args, lookup, &r); !s.ok()) return WriteError(w, s);
+  if (absl::Status s = ParseRequest(verb, args, lookup, &r, cache); !s.ok()) {
+    return WriteError(w, s);
+  }
   absl::StatusOr<Decision> d = verb == Verb::kRefund ? engine.Refund(r) : engine.Charge(r);
   if (!d.ok()) return WriteError(w, d.status());
   if (r.shadow) ApplyShadow(*d);
@@ -82,9 +92,10 @@ void RunAdjust(Engine& engine, Sink& w, Verb verb, Args args, const PolicyLookup
 
 // RL.ACQUIRE: RL.CHECK's reply with the lease id last (nil when no lease was taken).
 template <class Engine, class Sink>
-void RunAcquire(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup) {
+void RunAcquire(Engine& engine, Sink& w, Args args, const PolicyLookup& lookup,
+                LimitCache* cache = nullptr) {
   Request r;
-  if (absl::Status s = ParseRequest(Verb::kAcquire, args, lookup, &r); !s.ok()) {
+  if (absl::Status s = ParseRequest(Verb::kAcquire, args, lookup, &r, cache); !s.ok()) {
     return WriteError(w, s);
   }
   absl::StatusOr<Acquired> a = engine.Acquire(r);

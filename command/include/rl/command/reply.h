@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,9 +39,18 @@ void WriteError(Sink& w, const absl::Status& status) {
 template <class Sink>
 void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_now_ms,
                    const std::string* lease = nullptr) {
+  const size_t fields = 5 + (r.headers ? 1 : 0) + (lease != nullptr ? 1 : 0);
+  // The common reply (RESP2, five integers) in one append when the sink can (rl-server's writer).
+  if constexpr (requires(std::span<const int64_t> v) { w.IntegerArray(v); }) {
+    if (fields == 5 && w.protocol() < 3) {
+      const int64_t values[5] = {d.allowed ? 1 : 0, d.limit, d.remaining, d.retry_after_ms,
+                                 d.reset_after_ms};
+      w.IntegerArray(values);
+      return;
+    }
+  }
   std::vector<HeaderField> headers;
   if (r.headers) headers = HeaderValues(d, r.policy_name, wall_now_ms);
-  const size_t fields = 5 + (r.headers ? 1 : 0) + (lease != nullptr ? 1 : 0);
   auto write_lease = [&] {
     if (lease->empty()) {
       w.Null();

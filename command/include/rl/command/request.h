@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "rl/command/limit_cache.h"
 #include "rl/limit.h"
 
 namespace rl::command {
@@ -44,7 +45,7 @@ using PolicyLookup = std::function<std::shared_ptr<const Policy>(std::string_vie
 
 struct Request {
   std::string_view key;
-  absl::Span<const Limit> limits;  // into `inline_limits` or `policy->limits`
+  absl::Span<const Limit> limits;  // into `inline_limits`, a LimitCache or `policy->limits`
   std::string_view scope;          // where the state lives: kInlineScope or the policy name
   std::string_view policy_name;    // names the header fields; empty = "default"
   bool shadow = false;             // a stored shadow policy: never deny
@@ -57,9 +58,10 @@ struct Request {
 // Parses args (args[0] = command name, args[1] = key) for `verb`. RL.RESET takes no COST or
 // HEADERS; RL.REFUND and RL.CHARGE need COST (the amount). A repeated COST or HEADERS is an
 // error. Needs args.size() >= 3 (the command table's arity); anything shorter is a syntax error,
-// never a crash.
+// never a crash. With a `cache`, an inline limit list equal byte for byte to the one parsed last
+// time is taken from it (out->limits then points into the cache, valid until its next Store).
 absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
-                          const PolicyLookup& lookup, Request* out);
+                          const PolicyLookup& lookup, Request* out, LimitCache* cache = nullptr);
 
 // CL.THROTTLE key max_burst count period [quantity], redis-cell's arguments: GCRA with capacity
 // max_burst + 1 and rate count per period seconds.

@@ -1,0 +1,48 @@
+// The limit list a client sent last, parsed, keyed by its raw argument bytes. Clients (an API
+// gateway, rl::RemoteLimiter in inline mode) send the same few limits with every check, and
+// parsing them again (algorithm names, counts, durations like "1m", validation) is a measurable
+// share of a pipelined RL.CHECK (issue 15); comparing a few short byte strings is not. One entry
+// per connection: rl-server keeps one in each connection and passes it to ParseRequest.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/types/span.h"
+#include "rl/limit.h"
+
+namespace rl::command {
+
+class LimitCache {
+ public:
+  // Longer lists (more tokens or bytes) are parsed every time; real lists are far shorter.
+  static constexpr size_t kMaxTokens = 32;
+  static constexpr size_t kMaxBytes = 256;
+
+  // Whether `token` is the first token of the cached list (so it is an algorithm name).
+  bool StartsWith(std::string_view token) const {
+    return tokens_ > 0 && token.size() == sizes_[0] &&
+           token == std::string_view(bytes_.data(), sizes_[0]);
+  }
+  // The cached limits when args[pos..] holds the cached tokens byte for byte, followed by the end
+  // of args or by COST or HEADERS (tokens that end every limit list, so the same bytes parse to
+  // the same limits); *end is then the position after them. Otherwise an empty span.
+  absl::Span<const Limit> Find(absl::Span<const std::string_view> args, size_t pos,
+                               size_t* end) const;
+  // Remembers that args[pos, end) parsed (and validated) to `limits`; too long a list is not kept
+  // (and the previous entry is dropped).
+  void Store(absl::Span<const std::string_view> args, size_t pos, size_t end,
+             absl::Span<const Limit> limits);
+
+ private:
+  std::string bytes_;  // the tokens, concatenated
+  std::array<uint8_t, kMaxTokens> sizes_{};
+  size_t tokens_ = 0;  // 0: empty
+  std::array<Limit, kMaxLimitsPerCheck> limits_{};
+  size_t count_ = 0;
+};
+
+}  // namespace rl::command
