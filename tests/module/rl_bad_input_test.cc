@@ -94,7 +94,7 @@ TEST_F(RlBadInputTest, RandomArgumentsNeverCrash) {
 
 TEST_F(RlBadInputTest, ForgedSetStateIsRefusedOrHarmless) {
   RespClient c(port());
-  const int64_t now_ms = std::stoll(c.Call({"TIME"}).elements.at(0).str) * 1000;
+  const int64_t now_ms = TimeMs(c.Call({"TIME"}));
   EncodedEntry gcra;
   gcra.algorithm = 1;
   gcra.window_ms = 1000;

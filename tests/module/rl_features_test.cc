@@ -255,7 +255,7 @@ std::string Entry(uint8_t kind, uint64_t window, int64_t expiry) {
 }
 
 TEST_F(RlFeaturesTest, ForgedBlocksAndLeasesAreRefusedOrHarmless) {
-  const int64_t now_ms = std::stoll(server().Call({"TIME"}).elements.at(0).str) * 1000;
+  const int64_t now_ms = TimeMs(server().Call({"TIME"}));
   std::string leases = Entry(6, 0, now_ms + 60000);
   PutLe(&leases, 2, 4);
   PutLe(&leases, 0x1234, 8);

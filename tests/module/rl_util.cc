@@ -74,6 +74,10 @@ std::string Show(const Reply& reply) {
   return out.str();
 }
 
+int64_t TimeMs(const Reply& time) {
+  return std::stoll(time.elements.at(0).str) * 1000 + std::stoll(time.elements.at(1).str) / 1000;
+}
+
 std::vector<int64_t> DecisionOf(const Reply& reply) {
   std::vector<int64_t> out;
   if (reply.type == '*' && reply.elements.size() >= 5) {

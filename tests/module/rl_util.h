@@ -69,6 +69,10 @@ std::string Show(const Reply& reply);
 // RESP3 map); empty when the reply is not a decision.
 std::vector<int64_t> DecisionOf(const Reply& reply);
 
+// The server's wall clock in ms from a TIME reply (seconds and microseconds). Seconds alone are
+// up to 999 ms early: a forged state stamped with them can lose a run from a 1 s window.
+int64_t TimeMs(const Reply& time);
+
 // One entry of rl::KeyState's encoding (core/src/key_state.cc: version 1, little-endian), to
 // forge RL.SETSTATE arguments and RESTORE payloads.
 struct EncodedEntry {
