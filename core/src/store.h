@@ -5,9 +5,11 @@
 // States are keyed by a seeded 64-bit hash of (scope, key, algorithm, window) (see KeyHasher in
 // limiter.cc) whose top bits also pick the shard; the user's key is never stored. A token-bucket
 // slot (Slot2) is 26 bytes (key, coarse expiry with the usage level, a 48-bit time and a 64-bit
-// state word), 27 with absl's control byte, so a token-bucket state stays within 62 bytes per key
-// even at the lowest load factor the table reaches (7/16, just after growing). Penalty blocks and
-// lease sets live in tables of their own, so only the keys that use them pay for them.
+// state word), 27 with absl's control byte: 62 bytes per key at the lowest load factor a table
+// reaches (7/16, just after growing), 31 at the highest (7/8). The shards' unequal shares of the
+// keys (see SharesFor in limiter.cc) keep the whole store near the mean of that cycle, 1.65 slots
+// per key (~45 B), at every key count. Penalty blocks and lease sets live in tables of their own,
+// so only the keys that use them pay for them.
 #pragma once
 
 #include <algorithm>
@@ -26,8 +28,8 @@ namespace rl::internal {
 
 // Packed to 2-byte alignment: 26 and 34 bytes. The first state word is always a time (last
 // update, TAT, window start), kept as 48 bits relative to the limiter's start (+-4462 years,
-// saturating) so a two-word slot with its control byte stays at 27 bytes: at the lowest load
-// factor absl's tables reach (7/16, just after growing) that is 62 bytes per key.
+// saturating) so a two-word slot with its control byte stays at 27 bytes: ~45 bytes per key over
+// the store (see the top of this file), 62 in a table that has just grown.
 #pragma pack(push, 2)
 struct Slot2 {
   uint64_t key;
@@ -262,6 +264,10 @@ struct alignas(64) Shard {
   // scan of the shard. Writes that lower a state's level are seen by the next search.
   uint32_t blocked_until ABSL_GUARDED_BY(mu) = 0;
   uint32_t blocked_left ABSL_GUARDED_BY(mu) = 0;
+  // This shard's share of the limiter's bounds (keys; bytes, 0 = none), in proportion to its share
+  // of the keys (shards differ, see SharesFor in limiter.cc). Set before the limiter is shared.
+  size_t max_keys = 1;
+  size_t max_bytes = 0;
 
   size_t Size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return two.size() + three.size() + logs.size() + blocks.size() + leases.size();
