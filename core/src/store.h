@@ -93,6 +93,27 @@ static_assert(sizeof(Slot3) == 34);
 static_assert(sizeof(SlotLog) == 20);
 static_assert(sizeof(SlotLease) == 20);
 
+// The tables' memory. A block of a page or more is mapped from the kernel and unmapped when freed:
+// a table that grows frees a block half the size of its new one, and from the heap such blocks
+// stayed resident as fragments (glibc raises its mmap threshold to the size of the largest block
+// freed, so after the first growths every table lived on the heap): 4-5 B per key of RSS above
+// the tables' own bytes at 1 M keys. (From 1024 slots on, a table's block is a whole number of
+// pages.) Smaller blocks come from operator new, as every block does under AddressSanitizer.
+// Failure throws std::bad_alloc, as operator new does.
+inline constexpr size_t kMappedTableBytes = size_t{4} << 10;
+void* TableAlloc(size_t bytes);
+void TableFree(void* p, size_t bytes);
+template <typename T>
+struct TableAllocator {
+  using value_type = T;
+  TableAllocator() = default;
+  template <typename U>
+  TableAllocator(const TableAllocator<U>&) {}  // NOLINT: rebinding, as std::allocator does
+  T* allocate(size_t n) { return static_cast<T*>(TableAlloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { TableFree(p, n * sizeof(T)); }
+  friend bool operator==(const TableAllocator&, const TableAllocator&) { return true; }
+};
+
 // The key is already a uniformly random 64-bit hash, so it hashes to itself.
 struct SlotHash {
   using is_transparent = void;
@@ -117,11 +138,11 @@ struct SlotEq {
   static uint64_t KeyOf(const SlotLease& s) { return s.key; }
 };
 
-using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq>;
-using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq>;
-using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq>;
-using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq>;
-using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq>;
+using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq, TableAllocator<Slot2>>;
+using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq, TableAllocator<Slot3>>;
+using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq, TableAllocator<SlotLog>>;
+using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq, TableAllocator<SlotBlock>>;
+using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq, TableAllocator<SlotLease>>;
 
 // Which table of a shard holds an algorithm's states. Inline (as are Encode and ToRel below):
 // every check calls them, and out of line they cost a call each.
