@@ -351,7 +351,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateThree(Pending& q, const 
   State3 old;
   if (it != sh.three.end()) {
     q.slot3 = &*it;
-    old = State3{expiry.FromRel(it->rel_a()), it->b, it->c};
+    old = State3{expiry.FromRel(it->rel_a()), it->b(), it->c()};
   }
   const internal::Step<State3> step =
       internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
@@ -394,9 +394,7 @@ void InsertNew(Pending& q, Shard& sh, const internal::ExpiryCodec& expiry, uint3
       break;
     }
     case TableKind::kThreeWord: {
-      Slot3 slot{q.key, word, 0, 0, q.state3.b, q.state3.c};
-      slot.set_rel_a(expiry.ToRel(q.state3.a));
-      sh.three.insert(slot);
+      sh.three.insert(Slot3(q.key, word, expiry.ToRel(q.state3.a), q.state3.b, q.state3.c));
       break;
     }
     case TableKind::kLog:
@@ -555,8 +553,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
         q.slot2->expiry = expiry;
       } else if (q.slot3 != nullptr) {
         q.slot3->set_rel_a(expiry_.ToRel(q.state3.a));
-        q.slot3->b = q.state3.b;
-        q.slot3->c = q.state3.c;
+        q.slot3->set_counts(q.state3.b, q.state3.c);
         q.slot3->expiry = expiry;
       } else if constexpr (kOp == Op::kAcquire) {
         if (q.kind != TableKind::kLeases || ((unstored >> i) & 1)) continue;

@@ -129,8 +129,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
     for (const Slot3& s : sh.three) {
       head(1, s.key, s.expiry);
       w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
-      w.Put<int64_t>(s.b);
-      w.Put<int64_t>(s.c);
+      w.Put<int64_t>(s.b());
+      w.Put<int64_t>(s.c());
     }
     for (const SlotLog& s : sh.logs) {
       runs.clear();
@@ -347,9 +347,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));
       sh.two.insert(slot);
     } else if (rec.kind == 1) {
-      Slot3 slot{rec.key, expiry, 0, 0, rec.v[1], rec.v[2]};
-      slot.set_rel_a(expiry_.ToRel(rec.v[0]));
-      sh.three.insert(slot);
+      sh.three.insert(Slot3(rec.key, expiry, expiry_.ToRel(rec.v[0]), rec.v[1], rec.v[2]));
     } else if (rec.kind == kKindBlock) {
       sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
     } else if (rec.kind == kKindLeases) {

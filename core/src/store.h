@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
@@ -26,7 +27,7 @@
 
 namespace rl::internal {
 
-// Packed to 2-byte alignment: 26 and 34 bytes. The first state word is always a time (last
+// Packed to 2-byte alignment: 26 and 32 bytes. The first state word is always a time (last
 // update, TAT, window start), kept as 48 bits relative to the limiter's start (+-4462 years,
 // saturating) so a two-word slot with its control byte stays at 27 bytes: ~45 bytes per key over
 // the store (see the top of this file), 62 in a table that has just grown.
@@ -53,18 +54,46 @@ struct Slot2 {
   }
   static uint32_t Lo48(int64_t rel) { return static_cast<uint32_t>(rel); }
 };
+// The sliding window's two counts (previous and current window) take 56 bits each (both are
+// 0..kMaxWindowCount; a count from elsewhere, say an old snapshot, is clamped into that range,
+// which decides the same), so the slot is 32 bytes: 33 with its control byte, ~54 B per key over
+// the store where three whole words took 35 and ~58 B.
 struct Slot3 {
   uint64_t key;
   mutable uint32_t expiry;
   mutable uint16_t a_hi;
   mutable uint32_t a_lo;
-  mutable int64_t b;
-  mutable int64_t c;
+  mutable uint8_t counts[14];  // b in bytes 0-6, c in bytes 7-13, little-endian
 
+  Slot3(uint64_t k, uint32_t e, int64_t rel, int64_t b, int64_t c) : key(k), expiry(e) {
+    set_rel_a(rel);
+    set_counts(b, c);
+  }
   int64_t rel_a() const { return Slot2::Unpack48(a_hi, a_lo); }
   void set_rel_a(int64_t rel) const {
     a_hi = Slot2::Hi48(rel);
     a_lo = Slot2::Lo48(rel);
+  }
+  // Each reads 8 bytes that stay inside the slot and drops the neighbour's byte.
+  int64_t b() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
+  int64_t c() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
+  void set_counts(int64_t b, int64_t c) const {
+    const uint64_t lo = Clamp56(b), hi = Clamp56(c);
+    const uint64_t first = lo | hi << 56;  // b and c's low byte
+    const uint64_t rest = hi >> 8;         // c's other six bytes
+    std::memcpy(counts, &first, 8);
+    std::memcpy(counts + 8, &rest, 6);
+  }
+
+ private:
+  static constexpr uint64_t kCountMask = (uint64_t{1} << 56) - 1;
+  static uint64_t Load64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  static uint64_t Clamp56(int64_t v) {
+    return static_cast<uint64_t>(std::clamp<int64_t>(v, 0, kMaxWindowCount));
   }
 };
 #pragma pack(pop)
@@ -89,7 +118,8 @@ struct SlotLease {
 };
 #pragma pack(pop)
 static_assert(sizeof(Slot2) == 26);
-static_assert(sizeof(Slot3) == 34);
+static_assert(sizeof(Slot3) == 32);
+static_assert(kMaxWindowCount == (int64_t{1} << 56) - 1, "Slot3 stores counts in 56 bits");
 static_assert(sizeof(SlotLog) == 20);
 static_assert(sizeof(SlotLease) == 20);
 

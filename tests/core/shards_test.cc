@@ -34,6 +34,26 @@ TEST(ShardsTest, MemoryPerKeyStaysNearTheMeanAtEveryCount) {
   }
 }
 
+// A sliding-window slot is 32 bytes, 33 with its control byte: ~54 B per key over the growth
+// cycle (35-byte slots, three whole words, took ~58).
+TEST(ShardsTest, SlidingWindowMemoryPerKey) {
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{.shards = 16, .sweep_interval_ms = 0, .clock = &clock});
+  const uint64_t empty = limiter.Stats().memory_bytes;
+  const Limit limit{Algorithm::kSlidingWindow, 100, kMinute};
+  size_t n = 0;
+  double sum = 0;
+  int checkpoints = 0;
+  for (size_t checkpoint : {20000, 31000, 40000, 48000, 57600, 62500, 75000, 90000, 125000}) {
+    for (; n < checkpoint; ++n) ASSERT_TRUE(limiter.Check("", Key(n), {limit}).ok());
+    const double per_key = static_cast<double>(limiter.Stats().memory_bytes - empty) / n;
+    EXPECT_LE(per_key, 58.0) << n << " keys";
+    sum += per_key;
+    ++checkpoints;
+  }
+  EXPECT_LE(sum / checkpoints, 55.5);
+}
+
 // Each shard's bound is its share of max_keys: as many keys as max_keys fit with next to no
 // evictions (equal bounds would overflow the larger shards while the smaller ones stay part
 // empty), and a flood never takes the store past max_keys.
