@@ -347,7 +347,8 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));
       sh.two.insert(slot);
     } else if (rec.kind == 1) {
-      sh.three.insert(Slot3(rec.key, expiry, expiry_.ToRel(rec.v[0]), rec.v[1], rec.v[2]));
+      sh.three.insert(Slot3(rec.key, expiry, expiry_.ToRel(rec.v[0]), Slot3::ClampCount(rec.v[1]),
+                            Slot3::ClampCount(rec.v[2])));
     } else if (rec.kind == kKindBlock) {
       sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
     } else if (rec.kind == kKindLeases) {

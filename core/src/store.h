@@ -54,10 +54,11 @@ struct Slot2 {
   }
   static uint32_t Lo48(int64_t rel) { return static_cast<uint32_t>(rel); }
 };
-// The sliding window's two counts (previous and current window) take 56 bits each (both are
-// 0..kMaxWindowCount; a count from elsewhere, say an old snapshot, is clamped into that range,
-// which decides the same), so the slot is 32 bytes: 33 with its control byte, ~54 B per key over
-// the store where three whole words took 35 and ~58 B.
+// The sliding window's two counts (previous and current window) take 56 bits each, so the slot is
+// 32 bytes: 33 with its control byte, ~54 B per key over the store where three whole words took
+// 35 and ~58 B. The algorithm keeps both counts in 0..kMaxWindowCount (it reads counts from a
+// slot, and adds only what fits a limit or saturates), so writes only mask them; a count from
+// elsewhere (a snapshot) goes through ClampCount first, which decides the same.
 struct Slot3 {
   uint64_t key;
   mutable uint32_t expiry;
@@ -78,12 +79,13 @@ struct Slot3 {
   int64_t b() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
   int64_t c() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
   void set_counts(int64_t b, int64_t c) const {
-    const uint64_t lo = Clamp56(b), hi = Clamp56(c);
+    const uint64_t lo = static_cast<uint64_t>(b) & kCountMask, hi = static_cast<uint64_t>(c);
     const uint64_t first = lo | hi << 56;  // b and c's low byte
     const uint64_t rest = hi >> 8;         // c's other six bytes
     std::memcpy(counts, &first, 8);
     std::memcpy(counts + 8, &rest, 6);
   }
+  static int64_t ClampCount(int64_t v) { return std::clamp<int64_t>(v, 0, kMaxWindowCount); }
 
  private:
   static constexpr uint64_t kCountMask = (uint64_t{1} << 56) - 1;
@@ -91,9 +93,6 @@ struct Slot3 {
     uint64_t v;
     std::memcpy(&v, p, 8);
     return v;
-  }
-  static uint64_t Clamp56(int64_t v) {
-    return static_cast<uint64_t>(std::clamp<int64_t>(v, 0, kMaxWindowCount));
   }
 };
 #pragma pack(pop)

@@ -213,6 +213,39 @@ TEST(Snapshot, NegativeStateValuesAreRefused) {
   EXPECT_EQ(b.KeyCount(), 0u);
 }
 
+// A sliding-window count beyond what the engine's slot keeps (2^60, where charges saturated before
+// the counts were packed into 56 bits) loads as the largest it keeps, which decides the same: far
+// in debt.
+TEST(Snapshot, HugeSlidingWindowCountsLoadSaturated) {
+  const Limit sw{Algorithm::kSlidingWindow, 10, 60000};
+  ManualClock clock(1000, kWall);
+  Limiter a(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(a.Check("s", "k", {sw}, 1)->allowed);
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+  // Header (32 bytes), record head (21), window start, previous count, then the current count.
+  ASSERT_EQ(snapshot.size(), 32u + 21 + 24 + 8);
+  const size_t cur_at = 32 + 21 + 16;
+  int64_t cur = 0;
+  std::memcpy(&cur, snapshot.data() + cur_at, 8);
+  ASSERT_EQ(cur, 1);
+  cur = int64_t{1} << 60;
+  std::memcpy(snapshot.data() + cur_at, &cur, 8);
+  const uint64_t sum = XXH64(snapshot.data(), snapshot.size() - 8, 0);
+  std::memcpy(snapshot.data() + snapshot.size() - 8, &sum, 8);
+
+  Limiter b(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  const Decision d = *b.Peek("s", "k", {sw}, 1);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+  std::string again;
+  ASSERT_TRUE(b.ExportState(&again).ok());
+  ASSERT_EQ(again.size(), snapshot.size());
+  std::memcpy(&cur, again.data() + cur_at, 8);
+  EXPECT_EQ(cur, (int64_t{1} << 56) - 1);
+}
+
 // A log run older than the longest window is outside every window: the import leaves it out.
 // Kept, a time near INT64_MIN became the log's base and the next request's offset overflowed
 // (found by fuzz/snapshot_import_fuzz).
