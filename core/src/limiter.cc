@@ -175,6 +175,7 @@ Limiter::Impl::Impl(LimiterOptions options)
   max_memory_bytes_ = options.max_memory_bytes;
   overflow_ = options.overflow;
   shards_ = std::make_unique<Shard[]>(shards);
+  bounds_ = std::make_unique<ShardBounds[]>(shards);
   const ShardShares shares = SharesFor(shards);
   const size_t entries = size_t{1} << shares.route_bits;
   route_shift_ = 64 - shares.route_bits;
@@ -187,13 +188,12 @@ Limiter::Impl::Impl(LimiterOptions options)
     // bounds add up to max_keys (one key at least per shard: a bound below the shard count can
     // only be rounded up). Computed without (max_keys + shards - 1), which wraps for a bound near
     // SIZE_MAX and left one key per shard (issue 10 item 2).
-    Shard& sh = shards_[i];
-    sh.max_keys =
+    bounds_[i].max_keys =
         std::max<size_t>(1, ShareOf(max_keys, shares.first[i], shares.first[i + 1], entries));
-    sh.max_bytes = max_memory_bytes_ == 0
-                       ? 0
-                       : std::max<size_t>(1, ShareOf(max_memory_bytes_, shares.first[i],
-                                                     shares.first[i + 1], entries));
+    bounds_[i].max_bytes = max_memory_bytes_ == 0
+                               ? 0
+                               : std::max<size_t>(1, ShareOf(max_memory_bytes_, shares.first[i],
+                                                             shares.first[i + 1], entries));
   }
   if (options.sweep_interval_ms > 0) {
     const absl::Duration every = absl::Milliseconds(options.sweep_interval_ms);
@@ -229,19 +229,21 @@ Limiter::Impl::StateKey Limiter::Impl::LeaseKeyFor(uint64_t scope_id, std::strin
 }
 
 bool Limiter::Impl::Over(const Shard& shard, size_t adding) const {
+  const ShardBounds& bounds = BoundsOf(shard);
   const size_t keys = shard.Size() + adding;
-  if (keys > shard.max_keys) return true;
-  return shard.max_bytes > 0 && keys * kBytesPerKeyEstimate + shard.log_bytes > shard.max_bytes;
+  if (keys > bounds.max_keys) return true;
+  return bounds.max_bytes > 0 && keys * kBytesPerKeyEstimate + shard.log_bytes > bounds.max_bytes;
 }
 
 size_t Limiter::Impl::Excess(const Shard& shard, size_t adding) const {
+  const ShardBounds& bounds = BoundsOf(shard);
   const size_t keys = shard.Size() + adding;
-  size_t excess = keys > shard.max_keys ? keys - shard.max_keys : 1;
-  if (shard.max_bytes > 0) {
+  size_t excess = keys > bounds.max_keys ? keys - bounds.max_keys : 1;
+  if (bounds.max_bytes > 0) {
     const size_t bytes = keys * kBytesPerKeyEstimate + shard.log_bytes;
-    if (bytes > shard.max_bytes) {
+    if (bytes > bounds.max_bytes) {
       excess = std::max(
-          excess, (bytes - shard.max_bytes + kBytesPerKeyEstimate - 1) / kBytesPerKeyEstimate);
+          excess, (bytes - bounds.max_bytes + kBytesPerKeyEstimate - 1) / kBytesPerKeyEstimate);
     }
   }
   return excess;
@@ -687,8 +689,8 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.blocks += sh.blocks.size();
     stats.lease_sets += sh.leases.size();
   }
-  stats.memory_bytes +=
-      sizeof(Shard) * (shard_mask_ + 1) + sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));
+  stats.memory_bytes += (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
+                        sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));
   return stats;
 }
 

@@ -131,9 +131,20 @@ class Limiter::Impl {
                                            LimitResult* results, int64_t now, int64_t cost,
                                            bool commit);
 
-  size_t max_memory_bytes_;  // 0 = none; each shard's share is in Shard::max_bytes
+  size_t max_memory_bytes_;  // 0 = none
   FailureMode overflow_;
   std::unique_ptr<internal::Shard[]> shards_;
+  // Each shard's share of the limiter's bounds (keys; bytes, 0 = none), in proportion to its share
+  // of the keys (see SharesFor in limiter.cc), so the shards fill up together. Not in Shard, which
+  // they would take past four cache lines. Set in the constructor, read-only after.
+  struct ShardBounds {
+    size_t max_keys;
+    size_t max_bytes;
+  };
+  std::unique_ptr<ShardBounds[]> bounds_;
+  const ShardBounds& BoundsOf(const internal::Shard& shard) const {
+    return bounds_[&shard - shards_.get()];
+  }
   std::atomic<size_t> sweep_cursor_{0};
   absl::Notification stop_;
   std::thread sweeper_;

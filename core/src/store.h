@@ -314,10 +314,6 @@ struct alignas(64) Shard {
   // scan of the shard. Writes that lower a state's level are seen by the next search.
   uint32_t blocked_until ABSL_GUARDED_BY(mu) = 0;
   uint32_t blocked_left ABSL_GUARDED_BY(mu) = 0;
-  // This shard's share of the limiter's bounds (keys; bytes, 0 = none), in proportion to its share
-  // of the keys (shards differ, see SharesFor in limiter.cc). Set before the limiter is shared.
-  size_t max_keys = 1;
-  size_t max_bytes = 0;
 
   size_t Size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return two.size() + three.size() + logs.size() + blocks.size() + leases.size();
@@ -345,5 +341,8 @@ struct alignas(64) Shard {
   // Frees every log and lease buffer (destruction).
   void Clear() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
+// Four cache lines: per-shard data that is not touched under the lock on every check lives
+// elsewhere (Limiter::Impl's ShardBounds), and the array is part of Stats().memory_bytes.
+static_assert(sizeof(Shard) <= 4 * 64);
 
 }  // namespace rl::internal
