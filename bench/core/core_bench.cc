@@ -2,7 +2,8 @@
 // with 1 and 2 threads (each thread on its own keys), next to a bare absl::flat_hash_map find +
 // update on the same 40-byte keys in the same order; one hot key checked by 1 and 2 threads
 // (TOKEN_BUCKET_HOT_KEY, one shard lock taken in turns); plus the memory held per key (token
-// bucket) and per logged request (sliding log). ratios.sh turns the output into ratios.
+// bucket and sliding window) and per logged request (sliding log). ratios.sh turns the output into
+// ratios.
 //
 // The limiter runs on a ManualClock that thread 0 advances by 1 ms every 1024 checks, so the
 // figures are the engine's cost; a SteadyClock variant shows what reading the real clock adds.
@@ -175,9 +176,15 @@ int64_t RssBytes() {
 }
 
 // Memory per key: the limiter's own accounting (table slots at their capacity, with control
-// bytes) and the resident-set growth, for token-bucket states on 40-byte keys.
+// bytes) and the resident-set growth, for token-bucket (second argument 0) or sliding-window (1)
+// states on 40-byte keys. Key counts between the powers of two too: absl's tables double, so a
+// figure at one count alone can flatter or slander the store. For RSS figures untouched by an
+// earlier run's freed memory, run one count per process (--benchmark_filter=BM_MemoryPerKey/N/A/);
+// any other count may be given the same way after adding it below.
 void BM_MemoryPerKey(benchmark::State& state) {
   const size_t n = state.range(0);
+  const Algorithm algorithm =
+      state.range(1) == 0 ? Algorithm::kTokenBucket : Algorithm::kSlidingWindow;
   {
     absl::MutexLock lock(&fixture_mu);
     fixture.reset();
@@ -190,7 +197,7 @@ void BM_MemoryPerKey(benchmark::State& state) {
     auto limiter =
         std::make_unique<Limiter>(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
     for (const std::string& k : keys) {
-      (void)limiter->Check("", k, {Limit{Algorithm::kTokenBucket, 100, 60000}});
+      (void)limiter->Check("", k, {Limit{algorithm, 100, 60000}});
     }
     const int64_t rss1 = RssBytes();
     stats_per_key = static_cast<double>(limiter->Stats().memory_bytes) / n;
@@ -200,8 +207,14 @@ void BM_MemoryPerKey(benchmark::State& state) {
   state.counters["rss_per_key"] = rss_per_key;
 }
 BENCHMARK(BM_MemoryPerKey)
-    ->Arg(1000000)
-    ->Arg(10000000)
+    // Between powers of two as well as at them; not every pair, to keep bench/run's core_bench
+    // within its time (~20 s for these).
+    ->Args({300000, 0})
+    ->Args({1000000, 0})
+    ->Args({3000000, 0})
+    ->Args({10000000, 0})
+    ->Args({1000000, 1})
+    ->Args({10000000, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -400,7 +400,7 @@ Step<State3> SlidingWindowAdjust(const State3* state, const Limit& limit, int64_
     s.c -= from_cur;
     s.b -= std::min(amount - from_cur, s.b);
   } else {
-    s.c = std::min(std::min(s.c, kMaxCount) + amount, kMaxCount);
+    s.c = std::min(std::min(s.c, kMaxWindowCount) + amount, kMaxWindowCount);
   }
   Step<State3> step = SlidingWindow(&s, limit, now_ms, 0);
   step.state = s;

@@ -76,8 +76,12 @@ struct State3 {
 // How far ahead a charge may push a state's debt; a larger debt saturates here (557 years, i.e.
 // "never" in practice), which keeps every time within the store's 48-bit range.
 inline constexpr int64_t kMaxDebtMs = int64_t{1} << 44;
-// The largest count a counting state (fixed or sliding window) reaches; larger charges saturate.
+// The largest count a fixed window reaches, and a sliding window's two counts (which share 14
+// bytes of their slot, see Slot3 in store.h); larger charges saturate. Both are beyond reach of
+// anything but charges: a check never counts past its limit (2^40), and 2^56 takes 65536
+// charges of the largest amount within one window.
 inline constexpr int64_t kMaxCount = int64_t{1} << 60;
+inline constexpr int64_t kMaxWindowCount = (int64_t{1} << 56) - 1;
 
 template <typename S>
 struct Step {

@@ -3,10 +3,13 @@
 #include "rl/limiter.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
@@ -38,14 +41,58 @@ namespace {
 constexpr size_t kDefaultShards = 256;
 constexpr size_t kMaxShards = 1 << 16;
 constexpr size_t kDefaultMaxKeys = size_t{1} << 24;  // 16.7 M
-// Budgeting estimate per state for max_memory_bytes (a token-bucket state measures 45-62 B
-// depending on where its table is in its growth cycle).
+// Budgeting estimate per state for max_memory_bytes (a token-bucket state measures 43-47 B at any
+// key count, see SharesFor).
 constexpr size_t kBytesPerKeyEstimate = 64;
 
 size_t RoundUpPow2(size_t n) {
   size_t p = 1;
   while (p < n) p <<= 1;
   return p;
+}
+
+// Which entries of the routing table (2^route_bits of them, indexed by a state key's top bits)
+// send keys to each shard: shard i owns [first[i], first[i + 1]), and its bounds are that share of
+// the limiter's.
+//
+// absl's tables double when 7/8 full, so a table holds 7/16 to 7/8 of its capacity and its bytes
+// per key swing by 2x over its growth cycle. With equal shares every shard grows at the same key
+// count and the whole store swings with them: 56.6 B per token-bucket key at 1 M keys, 37.7 at
+// 3 M. Unequal shares spread the shards over the cycle instead: shard i of S gets a share
+// proportional to 1 / (2S - i - 1/2), so the shards' sizes span one octave, spaced so that as many
+// keys sit at each point of the cycle (log2 of its size modulo 1; the shards are denser where they
+// are smaller). Every key count then costs the cycle's mean, (8/7) / ln 2 = 1.65 slots per key:
+// 43-47 B per token-bucket key at 256 shards (within the table's quantization, 16 entries per
+// shard on average; 40-byte keys make no difference, the user's key is never stored). The
+// shards' sizes still differ by only 2x, so their locks and sweeps stay balanced. Past 4096
+// shards the table (at most 2^16 entries) has no room to weight them: equal shares.
+struct ShardShares {
+  int route_bits;
+  std::vector<size_t> first;  // shards + 1 entries
+};
+ShardShares SharesFor(size_t shards) {
+  const int shard_bits = std::countr_zero(shards);
+  ShardShares s{std::clamp(shard_bits + 4, 12, 16), std::vector<size_t>(shards + 1)};
+  const size_t entries = size_t{1} << s.route_bits;
+  if (shards * 16 > entries) {
+    for (size_t i = 0; i <= shards; ++i) s.first[i] = i * (entries / shards);
+    return s;
+  }
+  std::vector<double> cumulative(shards + 1, 0.0);
+  for (size_t i = 0; i < shards; ++i) {
+    cumulative[i + 1] = cumulative[i] + 1.0 / (2.0 * shards - i - 0.5);
+  }
+  for (size_t i = 0; i <= shards; ++i) {
+    s.first[i] = static_cast<size_t>(std::llround(entries * cumulative[i] / cumulative[shards]));
+  }
+  return s;
+}
+
+// Parts [begin, end) of `total` cut into `parts` equal parts, rounded so that the shares of all
+// the parts sum to `total` exactly.
+size_t ShareOf(size_t total, size_t begin, size_t end, size_t parts) {
+  using u128 = unsigned __int128;
+  return static_cast<size_t>(u128{total} * end / parts - u128{total} * begin / parts);
 }
 
 uint64_t RandomSeed() {
@@ -87,14 +134,6 @@ class KeyHasher {
   uint64_t base_;
 };
 
-// The shard comes from the key's top 16 bits: absl's tables take a slot's 7-bit tag from the low
-// bits and its position from the bits above them, which reach bit 48 only past 2^41 slots, so
-// the states of one shard still spread over their table. Snapshots rely on this: an exporter's
-// shard index masked down is ours (see snapshot.cc).
-inline uint32_t ShardOf(uint64_t key, size_t shard_mask) {
-  return static_cast<uint32_t>((key >> 48) & shard_mask);
-}
-
 // The per-limit work of one check between evaluation and write-back.
 struct Pending {
   uint64_t key;
@@ -133,13 +172,29 @@ Limiter::Impl::Impl(LimiterOptions options)
   if (shards == 0) shards = std::clamp<size_t>(RoundUpPow2(max_keys / 4096), 1, kDefaultShards);
   shards = RoundUpPow2(std::clamp<size_t>(shards, 1, kMaxShards));
   shard_mask_ = shards - 1;
-  // Rounded up without (max_keys + shards - 1), which wraps for a bound near SIZE_MAX and left one
-  // key per shard (issue 10 item 2).
-  max_keys_per_shard_ = std::max<size_t>(1, max_keys / shards + (max_keys % shards != 0));
-  max_bytes_per_shard_ =
-      options.max_memory_bytes > 0 ? std::max<size_t>(1, options.max_memory_bytes / shards) : 0;
+  max_memory_bytes_ = options.max_memory_bytes;
   overflow_ = options.overflow;
   shards_ = std::make_unique<Shard[]>(shards);
+  bounds_ = std::make_unique<ShardBounds[]>(shards);
+  const ShardShares shares = SharesFor(shards);
+  const size_t entries = size_t{1} << shares.route_bits;
+  route_shift_ = 64 - shares.route_bits;
+  route_ = std::make_unique<uint16_t[]>(entries);
+  for (size_t i = 0; i < shards; ++i) {
+    for (size_t e = shares.first[i]; e < shares.first[i + 1]; ++e) {
+      route_[e] = static_cast<uint16_t>(i);
+    }
+    // Each shard's bounds are its share of the limiter's, so the shards fill up together and the
+    // bounds add up to max_keys (one key at least per shard: a bound below the shard count can
+    // only be rounded up). Computed without (max_keys + shards - 1), which wraps for a bound near
+    // SIZE_MAX and left one key per shard (issue 10 item 2).
+    bounds_[i].max_keys =
+        std::max<size_t>(1, ShareOf(max_keys, shares.first[i], shares.first[i + 1], entries));
+    bounds_[i].max_bytes = max_memory_bytes_ == 0
+                               ? 0
+                               : std::max<size_t>(1, ShareOf(max_memory_bytes_, shares.first[i],
+                                                             shares.first[i + 1], entries));
+  }
   if (options.sweep_interval_ms > 0) {
     const absl::Duration every = absl::Milliseconds(options.sweep_interval_ms);
     sweeper_ = std::thread([this, every] {
@@ -160,7 +215,7 @@ Limiter::Impl::~Impl() {
 Limiter::Impl::StateKey Limiter::Impl::KeyFor(std::string_view scope, std::string_view key,
                                               const Limit& limit) const {
   const uint64_t k = KeyHasher(scope, key, seed_).For(limit);
-  return {k, ShardOf(k, shard_mask_)};
+  return {k, ShardOf(k)};
 }
 
 Limiter::Impl::StateKey Limiter::Impl::LeaseKeyFor(uint64_t scope_id, std::string_view key) const {
@@ -170,24 +225,25 @@ Limiter::Impl::StateKey Limiter::Impl::LeaseKeyFor(uint64_t scope_id, std::strin
   x ^= x >> 33;
   x *= 0xFF51AFD7ED558CCDull;
   x ^= x >> 33;
-  return {x, ShardOf(x, shard_mask_)};
+  return {x, ShardOf(x)};
 }
 
 bool Limiter::Impl::Over(const Shard& shard, size_t adding) const {
+  const ShardBounds& bounds = BoundsOf(shard);
   const size_t keys = shard.Size() + adding;
-  if (keys > max_keys_per_shard_) return true;
-  return max_bytes_per_shard_ > 0 &&
-         keys * kBytesPerKeyEstimate + shard.log_bytes > max_bytes_per_shard_;
+  if (keys > bounds.max_keys) return true;
+  return bounds.max_bytes > 0 && keys * kBytesPerKeyEstimate + shard.log_bytes > bounds.max_bytes;
 }
 
 size_t Limiter::Impl::Excess(const Shard& shard, size_t adding) const {
+  const ShardBounds& bounds = BoundsOf(shard);
   const size_t keys = shard.Size() + adding;
-  size_t excess = keys > max_keys_per_shard_ ? keys - max_keys_per_shard_ : 1;
-  if (max_bytes_per_shard_ > 0) {
+  size_t excess = keys > bounds.max_keys ? keys - bounds.max_keys : 1;
+  if (bounds.max_bytes > 0) {
     const size_t bytes = keys * kBytesPerKeyEstimate + shard.log_bytes;
-    if (bytes > max_bytes_per_shard_) {
+    if (bytes > bounds.max_bytes) {
       excess = std::max(
-          excess, (bytes - max_bytes_per_shard_ + kBytesPerKeyEstimate - 1) / kBytesPerKeyEstimate);
+          excess, (bytes - bounds.max_bytes + kBytesPerKeyEstimate - 1) / kBytesPerKeyEstimate);
     }
   }
   return excess;
@@ -297,7 +353,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateThree(Pending& q, const 
   State3 old;
   if (it != sh.three.end()) {
     q.slot3 = &*it;
-    old = State3{expiry.FromRel(it->rel_a()), it->b, it->c};
+    old = State3{expiry.FromRel(it->rel_a()), it->b(), it->c()};
   }
   const internal::Step<State3> step =
       internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
@@ -340,9 +396,7 @@ void InsertNew(Pending& q, Shard& sh, const internal::ExpiryCodec& expiry, uint3
       break;
     }
     case TableKind::kThreeWord: {
-      Slot3 slot{q.key, word, 0, 0, q.state3.b, q.state3.c};
-      slot.set_rel_a(expiry.ToRel(q.state3.a));
-      sh.three.insert(slot);
+      sh.three.insert(Slot3(q.key, word, expiry.ToRel(q.state3.a), q.state3.b, q.state3.c));
       break;
     }
     case TableKind::kLog:
@@ -392,7 +446,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
         p[i].new_leases = nullptr;
       }
       p[i].key = keys[i] = k;
-      p[i].shard = locked[i] = ShardOf(k, shard_mask_);
+      p[i].shard = locked[i] = ShardOf(k);
       p[i].kind = internal::TableFor(limits[i].algorithm);
       blocks |= limits[i].block_ms;
     }
@@ -501,8 +555,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
         q.slot2->expiry = expiry;
       } else if (q.slot3 != nullptr) {
         q.slot3->set_rel_a(expiry_.ToRel(q.state3.a));
-        q.slot3->b = q.state3.b;
-        q.slot3->c = q.state3.c;
+        q.slot3->set_counts(q.state3.b, q.state3.c);
         q.slot3->expiry = expiry;
       } else if constexpr (kOp == Op::kAcquire) {
         if (q.kind != TableKind::kLeases || ((unstored >> i) & 1)) continue;
@@ -533,7 +586,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
     }
     // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
     // is safe to evict. (New states found room above.)
-    if (ABSL_PREDICT_FALSE(logs_grew) && max_bytes_per_shard_ > 0) {
+    if (ABSL_PREDICT_FALSE(logs_grew) && max_memory_bytes_ > 0) {
       for (size_t i = 0; i < lock_count; ++i) {
         Shard& sh = shards_[locked[i]];
         sh.mu.AssertHeld();
@@ -636,7 +689,8 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.blocks += sh.blocks.size();
     stats.lease_sets += sh.leases.size();
   }
-  stats.memory_bytes += sizeof(Shard) * (shard_mask_ + 1);
+  stats.memory_bytes += (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
+                        sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));
   return stats;
 }
 

@@ -54,6 +54,8 @@ class Limiter::Impl {
   // The state key of the leases of (scope, key): from the scope's stable id (rl::ScopeId), since a
   // lease id carries that and not the scope's name.
   StateKey LeaseKeyFor(uint64_t scope_id, std::string_view key) const;
+  // The shard that holds state key `key` (see route_).
+  uint32_t ShardOf(uint64_t key) const { return route_[key >> route_shift_]; }
 
  private:
   friend class Limiter;
@@ -74,8 +76,15 @@ class Limiter::Impl {
 
   Clock* clock_;
   internal::ExpiryCodec expiry_;
-  uint64_t seed_;  // replaced by ImportState (before any state exists)
-  size_t shard_mask_;
+  uint64_t seed_;      // replaced by ImportState (before any state exists)
+  size_t shard_mask_;  // shard count - 1 (a power of two)
+  // The shard of a state key: a table indexed by its top bits, which gives the shards unequal
+  // shares of the keys so that their tables do not all grow at the same key count (see
+  // SharesFor in limiter.cc). absl's tables take a slot's 7-bit tag from a key's low bits and its
+  // position from the bits above them, which reach the top bits only past 2^41 slots, so the
+  // states of one shard still spread over their table.
+  int route_shift_;                    // 64 - log2(table entries)
+  std::unique_ptr<uint16_t[]> route_;  // shard index by top bits
   // Locks the distinct shards of `shards[0..n)` in ascending order (sorting them in place);
   // returns how many distinct shards it locked (the first that many entries). A fixed lock order
   // keeps concurrent multi-limit checks deadlock-free. Inline: out of line, the pair cost a
@@ -122,10 +131,20 @@ class Limiter::Impl {
                                            LimitResult* results, int64_t now, int64_t cost,
                                            bool commit);
 
-  size_t max_keys_per_shard_;
-  size_t max_bytes_per_shard_;  // 0 = none
+  size_t max_memory_bytes_;  // 0 = none
   FailureMode overflow_;
   std::unique_ptr<internal::Shard[]> shards_;
+  // Each shard's share of the limiter's bounds (keys; bytes, 0 = none), in proportion to its share
+  // of the keys (see SharesFor in limiter.cc), so the shards fill up together. Not in Shard, which
+  // they would take past four cache lines. Set in the constructor, read-only after.
+  struct ShardBounds {
+    size_t max_keys;
+    size_t max_bytes;
+  };
+  std::unique_ptr<ShardBounds[]> bounds_;
+  const ShardBounds& BoundsOf(const internal::Shard& shard) const {
+    return bounds_[&shard - shards_.get()];
+  }
   std::atomic<size_t> sweep_cursor_{0};
   absl::Notification stop_;
   std::thread sweeper_;

@@ -84,7 +84,7 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
         auto it = sh.three.find(k);
         State3 old;
         const bool had = it != sh.three.end();
-        if (had) old = State3{expiry_.FromRel(it->rel_a()), it->b, it->c};
+        if (had) old = State3{expiry_.FromRel(it->rel_a()), it->b(), it->c()};
         const internal::Step<State3> step =
             internal::SlidingWindowAdjust(had ? &old : nullptr, limit, now, amount, op);
         r = step.result;
@@ -94,14 +94,12 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
           if (had) sh.three.erase(it);
         } else if (had) {
           it->set_rel_a(expiry_.ToRel(step.state.a));
-          it->b = step.state.b;
-          it->c = step.state.c;
+          it->set_counts(step.state.b, step.state.c);
           it->expiry = expiry;
         } else if (step.changed) {
           if (MakeRoom(sh, now, 1, keys, n)) {
-            Slot3 slot{k, expiry, 0, 0, step.state.b, step.state.c};
-            slot.set_rel_a(expiry_.ToRel(step.state.a));
-            sh.three.insert(slot);
+            sh.three.insert(
+                Slot3(k, expiry, expiry_.ToRel(step.state.a), step.state.b, step.state.c));
           } else {
             unstored = true;
           }

@@ -129,8 +129,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
     for (const Slot3& s : sh.three) {
       head(1, s.key, s.expiry);
       w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
-      w.Put<int64_t>(s.b);
-      w.Put<int64_t>(s.c);
+      w.Put<int64_t>(s.b());
+      w.Put<int64_t>(s.c());
     }
     for (const SlotLog& s : sh.logs) {
       runs.clear();
@@ -284,12 +284,11 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   if (version < kOldestVersion || version > kVersion) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", version));
   }
-  // A state's shard comes from hash bits the snapshot keeps only as the exporter's shard index,
-  // which determines our index when we have no more shards than the exporter.
-  if (shards == 0 || (shards & (shards - 1)) != 0 || shard_mask_ + 1 > shards) {
+  // Records carry the exporter's shard index, checked for consistency only: a state's shard here
+  // comes from its key (ShardOf), whatever the exporter's shard count and routing.
+  if (shards == 0 || (shards & (shards - 1)) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("snapshot has ", shards,
-                     " shards; the limiter must have at most that many, has ", shard_mask_ + 1));
+        absl::StrCat("snapshot has ", shards, " shards; a shard count is a power of two"));
   }
   if (KeyCount() != 0) return absl::FailedPreconditionError("limiter already holds state");
 
@@ -309,7 +308,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
       return s;
     }
     ++records;
-    if (Kept(rec, mono_now)) ++counts[(rec.shard & shard_mask_) * kKinds + rec.kind];
+    if (Kept(rec, mono_now)) ++counts[ShardOf(rec.key) * kKinds + rec.kind];
   }
 
   // Second pass: insert, holding every shard's lock (taken in ascending order, as checks take
@@ -340,7 +339,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     // Validated by the first pass.
     (void)ReadRecord(again, version, shards, to_mono, mono_now, &rec);
     if (!Kept(rec, mono_now)) continue;
-    Shard& sh = shards_[rec.shard & shard_mask_];
+    Shard& sh = shards_[ShardOf(rec.key)];
     sh.mu.AssertHeld();
     const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
     if (rec.kind == 0) {
@@ -348,9 +347,8 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
       slot.set_rel_a(expiry_.ToRel(rec.v[0]));
       sh.two.insert(slot);
     } else if (rec.kind == 1) {
-      Slot3 slot{rec.key, expiry, 0, 0, rec.v[1], rec.v[2]};
-      slot.set_rel_a(expiry_.ToRel(rec.v[0]));
-      sh.three.insert(slot);
+      sh.three.insert(Slot3(rec.key, expiry, expiry_.ToRel(rec.v[0]), Slot3::ClampCount(rec.v[1]),
+                            Slot3::ClampCount(rec.v[2])));
     } else if (rec.kind == kKindBlock) {
       sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
     } else if (rec.kind == kKindLeases) {

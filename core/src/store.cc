@@ -1,14 +1,18 @@
-// Shard maintenance: sweeping expired state, evicting when a bound is reached, erasing.
+// Shard maintenance: sweeping expired state, evicting when a bound is reached, erasing; the tables'
+// memory.
 #include "store.h"
 
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 #include <type_traits>
 #include <vector>
 
+#include "absl/base/config.h"
 #include "sliding_log.h"
 
 namespace rl::internal {
@@ -30,6 +34,29 @@ void ShardMutex::LockSlow(uint32_t c) {
 void ShardMutex::WakeOne() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
           0);
+}
+
+// Under AddressSanitizer every block comes from operator new, which it instruments (a mapped block
+// has no redzones).
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
+constexpr size_t kMapFrom = SIZE_MAX;
+#else
+constexpr size_t kMapFrom = kMappedTableBytes;
+#endif
+
+void* TableAlloc(size_t bytes) {
+  if (bytes < kMapFrom) return ::operator new(bytes);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+void TableFree(void* p, size_t bytes) {
+  if (bytes < kMapFrom) {
+    ::operator delete(p);
+  } else {
+    munmap(p, bytes);
+  }
 }
 
 uint32_t ExpiryCodec::ExpiredAt(int64_t now_ms) const {

@@ -5,15 +5,18 @@
 // States are keyed by a seeded 64-bit hash of (scope, key, algorithm, window) (see KeyHasher in
 // limiter.cc) whose top bits also pick the shard; the user's key is never stored. A token-bucket
 // slot (Slot2) is 26 bytes (key, coarse expiry with the usage level, a 48-bit time and a 64-bit
-// state word), 27 with absl's control byte, so a token-bucket state stays within 62 bytes per key
-// even at the lowest load factor the table reaches (7/16, just after growing). Penalty blocks and
-// lease sets live in tables of their own, so only the keys that use them pay for them.
+// state word), 27 with absl's control byte: 62 bytes per key at the lowest load factor a table
+// reaches (7/16, just after growing), 31 at the highest (7/8). The shards' unequal shares of the
+// keys (see SharesFor in limiter.cc) keep the whole store near the mean of that cycle, 1.65 slots
+// per key (~45 B), at every key count. Penalty blocks and lease sets live in tables of their own,
+// so only the keys that use them pay for them.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
@@ -24,10 +27,10 @@
 
 namespace rl::internal {
 
-// Packed to 2-byte alignment: 26 and 34 bytes. The first state word is always a time (last
+// Packed to 2-byte alignment: 26 and 32 bytes. The first state word is always a time (last
 // update, TAT, window start), kept as 48 bits relative to the limiter's start (+-4462 years,
-// saturating) so a two-word slot with its control byte stays at 27 bytes: at the lowest load
-// factor absl's tables reach (7/16, just after growing) that is 62 bytes per key.
+// saturating) so a two-word slot with its control byte stays at 27 bytes: ~45 bytes per key over
+// the store (see the top of this file), 62 in a table that has just grown.
 #pragma pack(push, 2)
 struct Slot2 {
   uint64_t key;
@@ -51,18 +54,45 @@ struct Slot2 {
   }
   static uint32_t Lo48(int64_t rel) { return static_cast<uint32_t>(rel); }
 };
+// The sliding window's two counts (previous and current window) take 56 bits each, so the slot is
+// 32 bytes: 33 with its control byte, ~54 B per key over the store where three whole words took
+// 35 and ~58 B. The algorithm keeps both counts in 0..kMaxWindowCount (it reads counts from a
+// slot, and adds only what fits a limit or saturates), so writes only mask them; a count from
+// elsewhere (a snapshot) goes through ClampCount first, which decides the same.
 struct Slot3 {
   uint64_t key;
   mutable uint32_t expiry;
   mutable uint16_t a_hi;
   mutable uint32_t a_lo;
-  mutable int64_t b;
-  mutable int64_t c;
+  mutable uint8_t counts[14];  // b in bytes 0-6, c in bytes 7-13, little-endian
 
+  Slot3(uint64_t k, uint32_t e, int64_t rel, int64_t b, int64_t c) : key(k), expiry(e) {
+    set_rel_a(rel);
+    set_counts(b, c);
+  }
   int64_t rel_a() const { return Slot2::Unpack48(a_hi, a_lo); }
   void set_rel_a(int64_t rel) const {
     a_hi = Slot2::Hi48(rel);
     a_lo = Slot2::Lo48(rel);
+  }
+  // Each reads 8 bytes that stay inside the slot and drops the neighbour's byte.
+  int64_t b() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
+  int64_t c() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
+  void set_counts(int64_t b, int64_t c) const {
+    const uint64_t lo = static_cast<uint64_t>(b) & kCountMask, hi = static_cast<uint64_t>(c);
+    const uint64_t first = lo | hi << 56;  // b and c's low byte
+    const uint64_t rest = hi >> 8;         // c's other six bytes
+    std::memcpy(counts, &first, 8);
+    std::memcpy(counts + 8, &rest, 6);
+  }
+  static int64_t ClampCount(int64_t v) { return std::clamp<int64_t>(v, 0, kMaxWindowCount); }
+
+ private:
+  static constexpr uint64_t kCountMask = (uint64_t{1} << 56) - 1;
+  static uint64_t Load64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
   }
 };
 #pragma pack(pop)
@@ -87,9 +117,31 @@ struct SlotLease {
 };
 #pragma pack(pop)
 static_assert(sizeof(Slot2) == 26);
-static_assert(sizeof(Slot3) == 34);
+static_assert(sizeof(Slot3) == 32);
+static_assert(kMaxWindowCount == (int64_t{1} << 56) - 1, "Slot3 stores counts in 56 bits");
 static_assert(sizeof(SlotLog) == 20);
 static_assert(sizeof(SlotLease) == 20);
+
+// The tables' memory. A block of a page or more is mapped from the kernel and unmapped when freed:
+// a table that grows frees a block half the size of its new one, and from the heap such blocks
+// stayed resident as fragments (glibc raises its mmap threshold to the size of the largest block
+// freed, so after the first growths every table lived on the heap): 4-5 B per key of RSS above
+// the tables' own bytes at 1 M keys. (From 1024 slots on, a table's block is a whole number of
+// pages.) Smaller blocks come from operator new, as every block does under AddressSanitizer.
+// Failure throws std::bad_alloc, as operator new does.
+inline constexpr size_t kMappedTableBytes = size_t{4} << 10;
+void* TableAlloc(size_t bytes);
+void TableFree(void* p, size_t bytes);
+template <typename T>
+struct TableAllocator {
+  using value_type = T;
+  TableAllocator() = default;
+  template <typename U>
+  TableAllocator(const TableAllocator<U>&) {}  // NOLINT: rebinding, as std::allocator does
+  T* allocate(size_t n) { return static_cast<T*>(TableAlloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { TableFree(p, n * sizeof(T)); }
+  friend bool operator==(const TableAllocator&, const TableAllocator&) { return true; }
+};
 
 // The key is already a uniformly random 64-bit hash, so it hashes to itself.
 struct SlotHash {
@@ -115,11 +167,11 @@ struct SlotEq {
   static uint64_t KeyOf(const SlotLease& s) { return s.key; }
 };
 
-using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq>;
-using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq>;
-using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq>;
-using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq>;
-using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq>;
+using Table2 = absl::flat_hash_set<Slot2, SlotHash, SlotEq, TableAllocator<Slot2>>;
+using Table3 = absl::flat_hash_set<Slot3, SlotHash, SlotEq, TableAllocator<Slot3>>;
+using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq, TableAllocator<SlotLog>>;
+using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq, TableAllocator<SlotBlock>>;
+using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq, TableAllocator<SlotLease>>;
 
 // Which table of a shard holds an algorithm's states. Inline (as are Encode and ToRel below):
 // every check calls them, and out of line they cost a call each.
@@ -289,5 +341,8 @@ struct alignas(64) Shard {
   // Frees every log and lease buffer (destruction).
   void Clear() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
+// Four cache lines: per-shard data that is not touched under the lock on every check lives
+// elsewhere (Limiter::Impl's ShardBounds), and the array is part of Stats().memory_bytes.
+static_assert(sizeof(Shard) <= 4 * 64);
 
 }  // namespace rl::internal

@@ -119,7 +119,7 @@ class Limiter final : public LeaseIssuer {
   // Snapshots, so a restart does not hand every client a fresh burst. ExportState serializes all
   // live states and the key-hash seed, with times converted to wall-clock (Clock::WallMs) so they
   // mean the same after a restart; versioned and checksummed. ImportState loads one into a limiter
-  // that holds no state yet and has at most as many shards as the exporter (the default does),
+  // that holds no state yet, whatever its shard count (states are placed by their keys),
   // dropping states that are fresh by now. Errors: corrupt or foreign data, a non-empty limiter.
   absl::Status ExportState(std::string* out) const;
   absl::Status ImportState(std::string_view data);
