@@ -1,9 +1,9 @@
 // Engine micro-benchmarks: the cost of one Limiter::Check per algorithm at 1 k, 100 k and 1 M keys
 // with 1 and 2 threads (each thread on its own keys), next to a bare absl::flat_hash_map find +
-// update on the same 40-byte keys in the same order; one hot key checked by 1 and 2 threads
-// (TOKEN_BUCKET_HOT_KEY, one shard lock taken in turns); plus the memory held per key (token
-// bucket and sliding window) and per logged request (sliding log). ratios.sh turns the output into
-// ratios.
+// update on the same 40-byte keys in the same order; a two-limit check (TOKEN_BUCKET +
+// FIXED_WINDOW); one hot key checked by 1 and 2 threads (TOKEN_BUCKET_HOT_KEY, one shard lock
+// taken in turns) beside the bare map under a mutex; plus the memory held per key (token bucket
+// and sliding window) and per logged request (sliding log). ratios.sh turns the output into ratios.
 //
 // The limiter runs on a ManualClock that thread 0 advances by 1 ms every 1024 checks, so the
 // figures are the engine's cost; a SteadyClock variant shows what reading the real clock adds.
@@ -48,6 +48,17 @@ Limit LimitFor(Algorithm a, bool hot) {
   return hot ? Limit{a, 1'000'000'000, 1000} : Limit{a, 1000, 1000};
 }
 
+// Issue 15's two-limit check: a token bucket and a day quota on every key (two states, all or
+// nothing), the in-process form of bench/run's two-window RL.CHECK.
+constexpr int kTwoLimits = 100;
+std::vector<Limit> LimitsFor(int algorithm, bool hot) {
+  if (algorithm == kTwoLimits) {
+    return {LimitFor(Algorithm::kTokenBucket, false),
+            Limit{Algorithm::kFixedWindow, 1'000'000'000, 24 * 3600 * 1000}};
+  }
+  return {LimitFor(static_cast<Algorithm>(algorithm), hot)};
+}
+
 Fixture* GetFixture(const std::string& name, size_t n, int algorithm, bool steady, bool hot) {
   absl::MutexLock lock(&fixture_mu);
   if (fixture != nullptr && fixture->name == name) return fixture.get();
@@ -62,8 +73,8 @@ Fixture* GetFixture(const std::string& name, size_t n, int algorithm, bool stead
     f->clock = std::make_unique<ManualClock>(0);
     f->limiter = std::make_unique<Limiter>(
         LimiterOptions{.sweep_interval_ms = 0, .clock = steady ? nullptr : f->clock.get()});
-    const Limit l = LimitFor(static_cast<Algorithm>(algorithm), hot);
-    for (const std::string& k : f->keys) (void)f->limiter->Check("", k, {l});
+    const std::vector<Limit> limits = LimitsFor(algorithm, hot);
+    for (const std::string& k : f->keys) (void)f->limiter->Check("", k, limits);
   }
   fixture = std::move(f);
   return fixture.get();
@@ -104,17 +115,18 @@ void BM_BareMapLocked(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_Check(benchmark::State& state, Algorithm algorithm, bool steady, bool hot = false) {
+void RunChecks(benchmark::State& state, const std::string& name, int algorithm, bool steady,
+               bool hot) {
   const size_t n = state.range(0);
-  Fixture* f = GetFixture(std::string(AlgorithmName(algorithm)) + (steady ? "/steady/" : "/") +
-                              (hot ? "hot/" : "") + std::to_string(n),
-                          n, static_cast<int>(algorithm), steady, hot);
-  const Limit l = LimitFor(algorithm, hot);
+  Fixture* f =
+      GetFixture(name + (steady ? "/steady/" : "/") + (hot ? "hot/" : "") + std::to_string(n), n,
+                 algorithm, steady, hot);
+  const std::vector<Limit> limits = LimitsFor(algorithm, hot);
   const size_t threads = state.threads();
   size_t i = state.thread_index();
   int64_t allowed = 0;
   for (auto _ : state) {
-    absl::StatusOr<Decision> d = f->limiter->Check("", f->keys[Index(i, n)], {l});
+    absl::StatusOr<Decision> d = f->limiter->Check("", f->keys[Index(i, n)], limits);
     allowed += d->allowed;
     i += threads;
     if (state.thread_index() == 0 && (i & 1023) == 0) f->clock->Advance(1);
@@ -122,6 +134,14 @@ void BM_Check(benchmark::State& state, Algorithm algorithm, bool steady, bool ho
   state.SetItemsProcessed(state.iterations());
   state.counters["allowed"] =
       benchmark::Counter(static_cast<double>(allowed) / std::max<int64_t>(1, state.iterations()));
+}
+
+void BM_Check(benchmark::State& state, Algorithm algorithm, bool steady, bool hot = false) {
+  RunChecks(state, std::string(AlgorithmName(algorithm)), static_cast<int>(algorithm), steady, hot);
+}
+
+void BM_CheckTwoLimits(benchmark::State& state) {
+  RunChecks(state, "two-limits", kTwoLimits, false, false);
 }
 
 void KeyArgs(benchmark::internal::Benchmark* b) {
@@ -136,6 +156,8 @@ BENCHMARK_CAPTURE(BM_Check, SLIDING_LOG, Algorithm::kSlidingLog, false)->Apply(K
 BENCHMARK_CAPTURE(BM_Check, SLIDING_WINDOW, Algorithm::kSlidingWindow, false)->Apply(KeyArgs);
 BENCHMARK_CAPTURE(BM_Check, FIXED_WINDOW, Algorithm::kFixedWindow, false)->Apply(KeyArgs);
 BENCHMARK_CAPTURE(BM_Check, LEAKY_BUCKET, Algorithm::kLeakyBucket, false)->Apply(KeyArgs);
+// Named like a BM_Check capture so ratios.sh and bench/run put it in the same table.
+BENCHMARK(BM_CheckTwoLimits)->Name("BM_Check/TOKEN_BUCKET+FIXED_WINDOW")->Apply(KeyArgs);
 BENCHMARK_CAPTURE(BM_Check, TOKEN_BUCKET_STEADY_CLOCK, Algorithm::kTokenBucket, true)
     ->Arg(100000)
     ->Threads(1)
