@@ -249,6 +249,7 @@ void ConfigGet(CommandContext& ctx) {
       {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
       {"client-query-buffer-limit", std::to_string(c.client_query_limit)},
       {"client-query-buffer-total", std::to_string(c.client_query_total)},
+      {"enable-debug-command", std::string(DebugCommandModeName(c.enable_debug_command))},
   };
   std::vector<const std::pair<std::string, std::string>*> hits;
   for (const auto& p : params) {

@@ -176,5 +176,18 @@ TEST(DebugCommandTest, SweepRunsTheServersHook) {
   EXPECT_EQ(sweeps, 1);
 }
 
+// CONFIG GET reports the debug gate as Redis 7 does ("no", "yes" or "local"), so a client can
+// tell whether DEBUG CLOCK-ADVANCE will be refused before it sends one.
+TEST(DebugCommandTest, ConfigGetReportsTheGate) {
+  const auto gate = [](server::ServerConfig config) {
+    InProcessServer s(std::move(config));
+    Reply r = s.Run({"CONFIG", "GET", "enable-debug-command"});
+    return r.elements.size() == 2 ? r.elements[0].str + "=" + r.elements[1].str : "?" + r.str;
+  };
+  EXPECT_EQ(gate({}), "enable-debug-command=no");
+  EXPECT_EQ(gate(DebugOn()), "enable-debug-command=yes");
+  EXPECT_EQ(gate(DebugOn(server::DebugCommandMode::kLocal)), "enable-debug-command=local");
+}
+
 }  // namespace
 }  // namespace rl::test
