@@ -142,7 +142,21 @@ RedisServer::~RedisServer() {
   if (!RedisAvailable()) return ::testing::AssertionFailure() << "redis-server not found";
   if (dir_.empty()) return ::testing::AssertionFailure() << "no temp dir";
   if (running()) return ::testing::AssertionFailure() << Describe() << " already running";
-  if (port_ == 0) port_ = rl_test::FreeLoopbackPort();
+  // A port picked here was free a moment ago; a parallel test's connection or server can take it
+  // before redis-server binds it. Then another port is picked (three tries in all). A port the
+  // test chose, or one kept for a restart, is not changed.
+  const bool pick = port_ == 0;
+  for (int attempt = 1;; ++attempt) {
+    if (pick) port_ = options_.pick_port ? options_.pick_port() : rl_test::FreeLoopbackPort();
+    ::testing::AssertionResult started = StartOnce();
+    if (started || !pick || attempt == 3 || running() ||
+        LogTail().find("Address already in use") == std::string::npos) {
+      return started;
+    }
+  }
+}
+
+::testing::AssertionResult RedisServer::StartOnce() {
   {
     std::ofstream conf(dir_ + "/redis.conf", std::ios::trunc);
     conf << "port " << port_ << "\n"
@@ -173,7 +187,10 @@ RedisServer::~RedisServer() {
         if (!client.connected()) return false;
         Reply reply = client.Call({"PING"});
         last = reply.str;
-        return reply.type == '+' && reply.str == "PONG";
+        if (reply.type != '+' || reply.str != "PONG") return false;
+        // Ours, not another server that holds the port (ours then exits: address in use).
+        const std::string pid = "process_id:" + std::to_string(process_.pid()) + "\r\n";
+        return client.Call({"INFO", "server"}).str.find(pid) != std::string::npos;
       },
       seconds(20), milliseconds(20));
   if (!running()) {

@@ -40,6 +40,9 @@ bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds time
 struct RedisOptions {
   std::vector<std::string> config;   // redis.conf lines, e.g. "appendonly yes"; later lines win
   std::vector<std::string> modules;  // loadmodule lines: "/path/module.so [ARG ...]"
+  // How Start picks a port when none was given; null: rl_test::FreeLoopbackPort. (The harness's
+  // own test hands out a taken port first.)
+  std::function<int()> pick_port;
 
   RedisOptions& With(std::string line) {
     config.push_back(std::move(line));
@@ -96,6 +99,8 @@ class RedisServer {
   std::string InfoField(const std::string& section, const std::string& field);
 
  private:
+  // One try of Start on port_ (already set).
+  ::testing::AssertionResult StartOnce();
   void DropConnection() { connection_.reset(); }
 
   RedisOptions options_;
