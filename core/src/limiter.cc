@@ -459,7 +459,10 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
   };
   const size_t lock_count = LockShards(locked, n);
   // One `now` per check, read under the locks so a check that waited for a lock does not act on
-  // a time older than the state it finds.
+  // a time older than the state it finds. A clock may still answer a time read earlier
+  // (rl-server's CommandClock hands out its I/O thread's reading of the batch): every step keeps
+  // counting a state newer than `now` (no refill, no new window, log runs at the newest run's
+  // time), which can only admit less, never more.
   const int64_t now = clock_->NowMs();
 
   for (size_t i = 0; i < n; ++i) {
