@@ -1,5 +1,5 @@
 # Install rules and the CMake package for the embedded library, so another project can do
-#   find_package(rl 0.1 REQUIRED)
+#   find_package(rl 0.3 REQUIRED)
 #   target_link_libraries(app PRIVATE rl::core)     # the in-process engine
 #   target_link_libraries(app PRIVATE rl::client)   # rl::RemoteLimiter (rl-server over RESP)
 # or, without CMake, `pkg-config --cflags --libs rl` (rl::core). Included by the top-level
@@ -30,6 +30,8 @@ install(TARGETS rl_core
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/rl
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_BINARY_DIR}/core/include/rl/version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rl)
 if(TARGET rl_client)
   set_target_properties(rl_client PROPERTIES EXPORT_NAME client)
   install(TARGETS rl_client

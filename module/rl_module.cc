@@ -16,11 +16,8 @@
 #include "rl/command/commands.h"
 #include "rl/command/docs.h"
 #include "rl/key_state.h"
+#include "rl/version.h"
 #include "state_type.h"
-
-#ifndef RL_VERSION
-#define RL_VERSION "0.0.0"
-#endif
 
 namespace rl::module {
 namespace {
@@ -336,7 +333,7 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
 
 void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddSection(ctx, "");
-  RedisModule_InfoAddFieldCString(ctx, "version", RL_VERSION);
+  RedisModule_InfoAddFieldCString(ctx, "version", RL_VERSION_STRING);
   RedisModule_InfoAddFieldLongLong(ctx, "checks", static_cast<long long>(g_counters.checks));
   RedisModule_InfoAddFieldLongLong(ctx, "allowed", static_cast<long long>(g_counters.allowed));
   RedisModule_InfoAddFieldLongLong(ctx, "denied", static_cast<long long>(g_counters.denied));
@@ -369,7 +366,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
                                                                          RedisModuleString** argv,
                                                                          int argc) {
   using namespace rl::module;
-  if (RedisModule_Init(ctx, "rl", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) {
+  if (RedisModule_Init(ctx, "rl", RL_VERSION_NUMBER, REDISMODULE_APIVER_1) == REDISMODULE_ERR) {
     return REDISMODULE_ERR;
   }
   if (const char* missing = rl::redis_module::FirstMissingFunction(); missing != nullptr) {
@@ -405,7 +402,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     return REDISMODULE_ERR;
   }
   RedisModule_RegisterInfoFunc(ctx, Info);
-  RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE, "rl %s loaded, %zu policies", RL_VERSION,
+  RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE, "rl %s loaded, %zu policies", RL_VERSION_STRING,
                   Policies().List().size());
   return REDISMODULE_OK;
 }

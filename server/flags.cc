@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "rl/ascii.h"
+#include "rl/version.h"
 
 namespace rl::server {
 namespace po = boost::program_options;
@@ -130,7 +131,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     return cl;
   }
   if (vm.count("version")) {
-    std::cout << "rl-server " << RL_VERSION << "\n";
+    std::cout << "rl-server " << RL_VERSION_STRING << "\n";
     cl.exit_now = true;
     return cl;
   }

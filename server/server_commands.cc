@@ -16,6 +16,7 @@
 #include "command_table.h"
 #include "persistence_commands.h"
 #include "rl/limiter.h"
+#include "rl/version.h"
 #include "server.h"
 #include "server_state.h"
 
@@ -169,7 +170,7 @@ void Info(CommandContext& ctx) {
                    "os:Linux\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\n"
                    "run_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\n"
                    "io_threads_active:{}\r\nexecutable:rl-server\r\nconfig_file:{}\r\n\r\n",
-                   kRedisCompatVersion, RL_VERSION, getpid(), st.run_id, st.port, uptime_s,
+                   kRedisCompatVersion, RL_VERSION_STRING, getpid(), st.run_id, st.port, uptime_s,
                    uptime_s / 86400, st.config.threads, st.config.config_file);
   }
   if (want("clients")) {

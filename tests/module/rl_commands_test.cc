@@ -303,7 +303,14 @@ TEST(RlLoadTest, PoliciesFileAtLoad) {
   EXPECT_EQ(server.Call({"RL.CHECK", "u", "POLICY", "login"}).Ints(),
             (std::vector<int64_t>{1, 5, 4, 0, 60000}));
   EXPECT_EQ(RlStat(server, "policies"), 2);
-  EXPECT_NE(server.ReadLog().find("rl 0.1.0 loaded, 2 policies"), std::string::npos);
+  EXPECT_NE(server.ReadLog().find("rl 0.3.0 loaded, 2 policies"), std::string::npos);
+  // MODULE LIST takes an integer version: major * 10000 + minor * 100 + patch.
+  const Reply modules = server.Call({"MODULE", "LIST"});
+  ASSERT_EQ(modules.elements.size(), 1u);
+  const std::vector<Reply>& fields = modules.elements[0].elements;
+  ASSERT_GE(fields.size(), 4u);
+  EXPECT_EQ(fields[1].str, "rl");
+  EXPECT_EQ(fields[3].integer, 300);
 }
 
 TEST(RlLoadTest, BadLoadArgumentsRefuseToStart) {

@@ -103,6 +103,18 @@ TEST(FlagsTest, UnknownFlagIsAUsageError) {
   EXPECT_NE(out.find("Usage:"), std::string::npos) << out;
 }
 
+// The version is written once (the top-level CMakeLists.txt) and reaches --version and INFO.
+TEST(FlagsTest, VersionComesFromTheProjectVersion) {
+  std::string out;
+  EXPECT_EQ(RunServer("--version", &out), 0);
+  EXPECT_EQ(out, "rl-server 0.3.0\n");
+  ServerProcess server;
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  EXPECT_NE(c.Call({"INFO", "server"}).str.find("rl_version:0.3.0\r\n"), std::string::npos);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 TEST(FlagsTest, EnableDebugCommandTakesNoYesOrLocal) {
   std::string out;
   EXPECT_EQ(RunServer("--port 0 --enable-debug-command sometimes", &out), 1);

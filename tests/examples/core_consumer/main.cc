@@ -8,8 +8,15 @@
 #include "rl/limit.h"
 #include "rl/limiter.h"
 #include "rl/rate_limiter.h"
+#include "rl/version.h"
 
 int main() {
+  // The installed header and the installed library agree on the version they were built as.
+  if (rl::Version() != RL_VERSION_STRING || RL_VERSION_NUMBER < 300) {
+    std::fprintf(stderr, "version mismatch: header %s, library %.*s\n", RL_VERSION_STRING,
+                 static_cast<int>(rl::Version().size()), rl::Version().data());
+    return 1;
+  }
   absl::StatusOr<rl::Policy> policy = rl::ParsePolicy("core-consumer", "SLIDING_LOG 2 1m");
   if (!policy.ok()) {
     std::fprintf(stderr, "ParsePolicy: %s\n", policy.status().ToString().c_str());
