@@ -4,7 +4,8 @@
 // (one key, one hash slot: its penalty blocks and leases too), carried by Redis replication,
 // persistence and Redis Cluster.
 //
-//   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml]
+//   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml] [MAXMEMORY-SHARE 0.8]
+//                [MAX-KEYS n] [OVERFLOW fail-open|fail-closed]
 #include <string>
 
 #include "admission.h"
