@@ -39,6 +39,7 @@ struct RedisModuleCommand;
 struct RedisModuleKeyOptCtx;
 struct RedisModuleDefragCtx;
 struct RedisModuleServerInfoData;
+struct RedisModuleUser;
 
 // ---------------------------------------------------------------------------------------------
 // Status and versions.
@@ -370,6 +371,9 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
   X(void, Free, (void* ptr))                                                                      \
   /* Miscellaneous APIs: usable size of an allocation made with Alloc (7.0). */                   \
   X(size_t, MallocSize, (void* ptr))                                                              \
+  /* Used memory as maxmemory counts it (replica and AOF buffers excluded) / maxmemory; 0 when */ \
+  /* maxmemory is 0 (6.0). */                                                                     \
+  X(float, GetUsedMemoryRatio, ())                                                                \
   /* Module information (SetModuleAttribs is what Init ends with). */                             \
   X(void, SetModuleAttribs, (RedisModuleCtx * ctx, const char* name, int ver, int apiver))        \
   X(int, IsModuleNameBusy, (const char* name))                                                    \
@@ -412,6 +416,7 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
   /* DB and Key APIs - Generic API. */                                                            \
   X(unsigned long long, GetClientId, (RedisModuleCtx * ctx))                                      \
   X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                 \
+  X(unsigned long long, DbSize, (RedisModuleCtx * ctx)) /* keys in the selected db (DBSIZE) */    \
   X(RedisModuleKey*, OpenKey, (RedisModuleCtx * ctx, RedisModuleString * keyname, int mode))      \
   X(void, CloseKey, (RedisModuleKey * key))                                                       \
   X(int, KeyType, (RedisModuleKey * key))                                                         \
@@ -455,6 +460,13 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
   X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char* name))                            \
   X(int, InfoAddFieldLongLong, (RedisModuleInfoCtx * ctx, const char* field, long long value))    \
   X(int, InfoAddFieldCString, (RedisModuleInfoCtx * ctx, const char* field, const char* value))   \
+  /* Module ACL API (7.0): the ACL user of a client; NULL with errno ENOTSUP when it has none */  \
+  /* (a master's link, the AOF), ENOENT for a client without a connection (scripts, RM_Call). */  \
+  X(RedisModuleString*, GetClientUserNameById, (RedisModuleCtx * ctx, uint64_t id))               \
+  X(RedisModuleUser*, GetModuleUserFromUserName, (RedisModuleString * name))                      \
+  X(int, ACLCheckCommandPermissions,                                                              \
+    (RedisModuleUser * user, RedisModuleString * *argv, int argc))                                \
+  X(int, FreeModuleUser, (RedisModuleUser * user))                                                \
   /* The server's own INFO, one section at a time. */                                             \
   X(RedisModuleServerInfoData*, GetServerInfo, (RedisModuleCtx * ctx, const char* section))       \
   X(void, FreeServerInfo, (RedisModuleCtx * ctx, RedisModuleServerInfoData * data))               \

@@ -4,11 +4,14 @@
 // (one key, one hash slot: its penalty blocks and leases too), carried by Redis replication,
 // persistence and Redis Cluster.
 //
-//   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml]
+//   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml] [MAXMEMORY-SHARE 0.8]
+//                [MAX-KEYS n] [OVERFLOW fail-open|fail-closed]
 #include <string>
 
+#include "admission.h"
 #include "command_info.h"
 #include "glue.h"
+#include "permissions.h"
 #include "policies.h"
 #include "propagation.h"
 #include "redis_module_api.h"
@@ -79,7 +82,12 @@ class KeyEngine {
     absl::StatusOr<Decision> d =
         key.state().Acquire(r.scope, r.key, r.limits, r.cost, now, &a.lease_id, &changed);
     if (!d.ok()) return d.status();
-    Written(key, changed, now);
+    if (Overflowed(key, changed)) {
+      a.lease_id.clear();  // allowed without a lease under fail-open, as rl-server
+      if (Admissions().overflow() == FailureMode::kFailClosed) *d = Refused(*d);
+    } else {
+      Written(key, changed, now);
+    }
     Count(*d, r.shadow);
     if (!a.lease_id.empty()) ++g_counters.leases_acquired;
     a.decision = *d;
@@ -102,6 +110,13 @@ class KeyEngine {
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
  private:
+  // A change to a key that does not exist yet would create it: past the bound (admission.h) it
+  // is not stored (the StateKey frees it) and the overflow mode decides the command.
+  bool Overflowed(const StateKey& key, bool changed) {
+    if (!changed || key.stored() || Admissions().AdmitNewKey(ctx_, ctx_flags_)) return false;
+    Admissions().CountOverflow();
+    return true;
+  }
   // After a change to the key's state: store, expire and replicate it (see StateKey::Commit).
   void Written(StateKey& key, bool changed, int64_t now) {
     if (!changed) return;
@@ -127,7 +142,8 @@ class KeyEngine {
                                      ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
                                      : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
     if (!d.ok()) return d;
-    Written(key, changed, now);
+    // A charge that cannot be stored is answered as computed, uncounted (no mode denies it).
+    if (!Overflowed(key, changed)) Written(key, changed, now);
     ++(refund ? g_counters.refunds : g_counters.charges);
     return d;
   }
@@ -139,7 +155,12 @@ class KeyEngine {
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
     if (!d.ok()) return d;
-    Written(key, changed, now);
+    if (Overflowed(key, changed)) {
+      // Fail-open: the answer a first call gets, not counted.
+      if (Admissions().overflow() == FailureMode::kFailClosed) *d = Refused(*d);
+    } else {
+      Written(key, changed, now);
+    }
     Count(*d, shadow);
     return d;
   }
@@ -326,9 +347,11 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
       if (!SetCommandInfo(RedisModule_GetCommand(ctx, sub.name.c_str()), sub)) return false;
     }
   }
-  // What replicas and the AOF receive instead of RL.CHECK (see state_type.h).
-  return RedisModule_CreateCommand(ctx, "rl.setstate", SetStateCommand, "write deny-oom", 1, 1,
-                                   1) == REDISMODULE_OK;
+  // What replicas and the AOF receive instead of RL.CHECK (see state_type.h), guarded as
+  // RESTORE is (permissions.h). "admin": kept out of MONITOR, and @dangerous where a server gives
+  // module commands ACL categories; "deny-script": a script could not be held to the caller's ACL.
+  return RedisModule_CreateCommand(ctx, "rl.setstate", GuardedSetStateCommand,
+                                   "write deny-oom admin deny-script", 1, 1, 1) == REDISMODULE_OK;
 }
 
 void Info(RedisModuleInfoCtx* ctx, int) {
@@ -349,6 +372,11 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldLongLong(ctx, "policies",
                                    static_cast<long long>(Policies().List().size()));
   RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));
+  // New keys refused past the bound (admission.h), decided by the overflow mode.
+  RedisModule_InfoAddFieldLongLong(ctx, "overflows",
+                                   static_cast<long long>(Admissions().overflows()));
+  RedisModule_InfoAddFieldCString(ctx, "overflow_mode",
+                                  std::string(OverflowModeName(Admissions().overflow())).c_str());
   // 1 while state changes are replicated for replicas or a backlog (the AOF adds to it).
   RedisModule_InfoAddFieldLongLong(ctx, "downstream", DownstreamActive() ? 1 : 0);
 }
@@ -374,21 +402,26 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
                     "rl: this server lacks %s (rl.so needs Redis 7.0 or later)", missing);
     return REDISMODULE_ERR;
   }
-  // Load arguments: POLICIES <file>. (Views reads each argument's pointer and length in order;
-  // `std::string(StringPtrLen(a, &len), len)` may read len before the call fills it.)
+  // Load arguments: POLICIES <file> and the bound on new keys (admission.h), as name-value pairs.
+  // (Views reads each argument's pointer and length in order; `std::string(StringPtrLen(a, &len),
+  // len)` may read len before the call fills it.)
   const ArgViews load_args = Views(argv, argc);
   for (size_t i = 0; i < load_args.size(); i += 2) {
-    if (!rl::EqualsIgnoreCase(load_args[i], "POLICIES") || i + 1 >= load_args.size()) {
+    const bool policies = rl::EqualsIgnoreCase(load_args[i], "POLICIES");
+    const absl::Status s = i + 1 >= load_args.size() ? absl::NotFoundError("no value")
+                           : policies ? Policies().LoadFile(std::string(load_args[i + 1]))
+                                      : Admissions().SetOption(load_args[i], load_args[i + 1]);
+    if (s.ok()) continue;
+    if (absl::IsNotFound(s) && (!policies || i + 1 >= load_args.size())) {
       RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
-                      "rl: unknown load argument '%s' (usage: POLICIES /path/rl.toml)",
+                      "rl: unknown load argument '%s' (usage: [POLICIES /path/rl.toml] "
+                      "[MAXMEMORY-SHARE 0.8] [MAX-KEYS n] [OVERFLOW fail-open|fail-closed])",
                       rl::EchoToken(load_args[i]).c_str());
-      return REDISMODULE_ERR;
+    } else {
+      RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: %s%s",
+                      policies ? "cannot load policies: " : "", std::string(s.message()).c_str());
     }
-    if (absl::Status s = Policies().LoadFile(std::string(load_args[i + 1])); !s.ok()) {
-      RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot load policies: %s",
-                      std::string(s.message()).c_str());
-      return REDISMODULE_ERR;
-    }
+    return REDISMODULE_ERR;
   }
   Clock().Anchor();
   // State memory in Redis's allocator: INFO memory, maxmemory and MEMORY USAGE see it.
@@ -402,7 +435,10 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     return REDISMODULE_ERR;
   }
   RedisModule_RegisterInfoFunc(ctx, Info);
-  RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE, "rl %s loaded, %zu policies", RL_VERSION_STRING,
-                  Policies().List().size());
+  RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
+                  "rl %s loaded, %zu policies, maxmemory-share %.2f, max-keys %llu, overflow %s",
+                  RL_VERSION_STRING, Policies().List().size(), Admissions().maxmemory_share(),
+                  static_cast<unsigned long long>(Admissions().max_keys()),
+                  std::string(OverflowModeName(Admissions().overflow())).c_str());
   return REDISMODULE_OK;
 }

@@ -37,6 +37,8 @@ class StateKey {
   // The key's state; an empty one (not yet stored) when the key does not exist.
   KeyState& state() { return state_; }
   const KeyState& state() const { return state_; }
+  // True when the Redis key exists and holds this type (false: a new key, stored by Commit).
+  bool stored() const { return stored_; }
 
   // After a change to state(): stores it (a new key), sets the expiry and, when `replicate`
   // (MustPropagate: something downstream), replicates RL.SETSTATE; when no state is left (or

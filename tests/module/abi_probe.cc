@@ -18,6 +18,8 @@
 //   PROBE.CLIENTID           GetClientId
 //   PROBE.TIME               [Milliseconds, MonotonicMicroseconds]
 //   PROBE.REPLINFO           [role, connected_slaves, repl_backlog_active] via GetServerInfo
+//   PROBE.MEM                [GetUsedMemoryRatio in millionths, DbSize]
+//   PROBE.MAYDEL key         [the caller's ACL user or nil, 1 if it may DEL key else 0]
 // Server events (cron ticks, forks born, replica and role changes) are counted in INFO probe.
 #include <strings.h>
 
@@ -420,6 +422,36 @@ int ReplInfoCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return REDISMODULE_OK;
 }
 
+int MemCommand(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  RedisModule_ReplyWithArray(ctx, 2);
+  RedisModule_ReplyWithLongLong(
+      ctx, static_cast<long long>(RedisModule_GetUsedMemoryRatio() * 1e6 + 0.5));
+  RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(RedisModule_DbSize(ctx)));
+  return REDISMODULE_OK;
+}
+
+int MayDelCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 2) return RedisModule_WrongArity(ctx);
+  RedisModuleString* name = RedisModule_GetClientUserNameById(ctx, RedisModule_GetClientId(ctx));
+  RedisModule_ReplyWithArray(ctx, 2);
+  if (name == nullptr) {
+    RedisModule_ReplyWithNull(ctx);
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+  }
+  size_t len = 0;
+  const char* text = RedisModule_StringPtrLen(name, &len);
+  RedisModule_ReplyWithStringBuffer(ctx, text, len);
+  RedisModuleUser* user = RedisModule_GetModuleUserFromUserName(name);
+  RedisModule_FreeString(ctx, name);
+  RedisModuleString* del = RedisModule_CreateString(ctx, "DEL", 3);
+  RedisModuleString* args[] = {del, argv[1]};
+  const bool may =
+      user != nullptr && RedisModule_ACLCheckCommandPermissions(user, args, 2) == REDISMODULE_OK;
+  RedisModule_FreeString(ctx, del);
+  if (user != nullptr) RedisModule_FreeModuleUser(user);
+  return RedisModule_ReplyWithLongLong(ctx, may ? 1 : 0);
+}
+
 void OnServerEvent(RedisModuleCtx*, RedisModuleEvent event, uint64_t subevent, void*) {
   if (event.id == RedisModuleEvent_CronLoop.id) ++g_calls.cron_ticks;
   if (event.id == RedisModuleEvent_ForkChild.id &&
@@ -561,6 +593,8 @@ const CommandRow kCommands[] = {
     {"probe.clientid", ClientIdCommand, "fast", 0, 0, 0, nullptr},
     {"probe.time", TimeCommand, "fast", 0, 0, 0, nullptr},
     {"probe.replinfo", ReplInfoCommand, "", 0, 0, 0, nullptr},
+    {"probe.mem", MemCommand, "readonly fast", 0, 0, 0, nullptr},
+    {"probe.maydel", MayDelCommand, "readonly", 0, 0, 0, nullptr},
 };
 
 }  // namespace

@@ -347,6 +347,45 @@ TEST_F(ProbeTest, AclReadOnlyKeyPatternsFollowTheKeySpecFlags) {
   EXPECT_EQ(Call({"PROBE.GET", "k"}).str, "v");
 }
 
+// GetUsedMemoryRatio is INFO's used_memory (less replica and AOF buffers, none here) over
+// maxmemory, 0 without maxmemory; DbSize is DBSIZE of the client's database.
+TEST_F(ProbeTest, UsedMemoryRatioAndDbSize) {
+  EXPECT_EQ(Call({"PROBE.MEM"}).Ints(), (std::vector<int64_t>{0, 0}));
+  ASSERT_EQ(Call({"PROBE.SET", "a", "1"}).str, "OK");
+  ASSERT_EQ(Call({"PROBE.SET", "b", "2"}).str, "OK");
+  EXPECT_EQ(Call({"PROBE.MEM"}).Ints().at(1), Call({"DBSIZE"}).integer);
+  EXPECT_EQ(Call({"PROBE.MEM"}).Ints().at(1), 2);
+  auto client = server_.Connect();
+  ASSERT_EQ(client->Call({"SELECT", "1"}).str, "OK");
+  EXPECT_EQ(client->Call({"PROBE.MEM"}).Ints().at(1), 0) << "per database";
+  const long long maxmemory = 64LL << 20;
+  ASSERT_EQ(Call({"CONFIG", "SET", "maxmemory", std::to_string(maxmemory)}).str, "OK");
+  const double used = std::stod(server_.InfoField("memory", "used_memory"));
+  const double ratio = static_cast<double>(Call({"PROBE.MEM"}).Ints().at(0)) / 1e6;
+  EXPECT_NEAR(ratio, used / static_cast<double>(maxmemory), 0.002) << used;
+  EXPECT_GT(ratio, 0.0);
+  ASSERT_EQ(Call({"CONFIG", "SET", "maxmemory", "0"}).str, "OK");
+  EXPECT_EQ(Call({"PROBE.MEM"}).Ints().at(0), 0);
+}
+
+// The module ACL API: the caller's user, and what that user may run on which key.
+TEST_F(ProbeTest, AclUserOfTheCaller) {
+  const Reply root = Call({"PROBE.MAYDEL", "k"});
+  ASSERT_EQ(root.elements.size(), 2u);
+  EXPECT_EQ(root.elements[0].str, "default");
+  EXPECT_EQ(root.elements[1].integer, 1);
+  ASSERT_EQ(Call({"ACL", "SETUSER", "u", "on", ">pw", "~a:*", "+@all", "-@keyspace"}).str, "OK");
+  auto client = server_.Connect();
+  ASSERT_EQ(client->Call({"AUTH", "u", "pw"}).str, "OK");
+  const Reply denied = client->Call({"PROBE.MAYDEL", "a:1"});
+  ASSERT_EQ(denied.elements.size(), 2u);
+  EXPECT_EQ(denied.elements[0].str, "u");
+  EXPECT_EQ(denied.elements[1].integer, 0) << "DEL is @keyspace";
+  ASSERT_EQ(Call({"ACL", "SETUSER", "u", "+del"}).str, "OK");
+  EXPECT_EQ(client->Call({"PROBE.MAYDEL", "a:1"}).elements.at(1).integer, 1);
+  EXPECT_EQ(client->Call({"PROBE.MAYDEL", "b:1"}).elements.at(1).integer, 0) << "key pattern";
+}
+
 TEST_F(ProbeTest, ConfSubcommandsAndInfoSection) {
   EXPECT_TRUE(Call({"PROBE.CONF", "GET"}).is_null());
   EXPECT_EQ(Call({"PROBE.CONF", "SET", "alpha"}).str, "OK");

@@ -323,8 +323,16 @@ TEST(RlLoadTest, BadLoadArgumentsRefuseToStart) {
       {"POLICIES " + broken.path(),
        "rl: cannot load policies: policy 'api': limit must be a positive integer"},
       {"POLICIES /nonexistent/rl.toml", "rl: cannot load policies: /nonexistent/rl.toml"},
-      {"POLICIES", "rl: unknown load argument 'POLICIES' (usage: POLICIES /path/rl.toml)"},
+      {"POLICIES",
+       "rl: unknown load argument 'POLICIES' (usage: [POLICIES /path/rl.toml] [MAXMEMORY-SHARE "
+       "0.8] [MAX-KEYS n] [OVERFLOW fail-open|fail-closed])"},
       {"VERBOSE yes", "rl: unknown load argument 'VERBOSE'"},
+      {"MAXMEMORY-SHARE 1.5", "rl: MAXMEMORY-SHARE must be a number in (0, 1], got '1.5'"},
+      {"MAXMEMORY-SHARE 0", "rl: MAXMEMORY-SHARE must be a number in (0, 1], got '0'"},
+      {"MAXMEMORY-SHARE nan", "rl: MAXMEMORY-SHARE must be a number in (0, 1], got 'nan'"},
+      {"MAX-KEYS -1", "rl: MAX-KEYS must be an integer >= 0 (0 = none), got '-1'"},
+      {"OVERFLOW maybe", "rl: OVERFLOW must be fail-open or fail-closed, got 'maybe'"},
+      {"OVERFLOW", "rl: unknown load argument 'OVERFLOW'"},
   };
   for (const Case& tc : cases) {
     RedisServer server(RlOptions(tc.args));

@@ -257,6 +257,37 @@ TEST_F(RlKeyTest, AclKeyPatternsApply) {
   EXPECT_EQ(c.Call({"ACL", "DELUSER", "limiter"}).integer, 1);
 }
 
+// RL.SETSTATE overwrites a key's states as RESTORE does: a user without @dangerous is refused
+// both (and so cannot reset an exhausted limit), while the application's commands still run.
+TEST_F(RlKeyTest, SetStateIsDangerous) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-@dangerous"}).str, "OK");
+  RespClient u(port());
+  ASSERT_EQ(u.Call({"AUTH", "app", "pw"}).str, "OK");
+  ASSERT_EQ(u.Call({"RL.CHECK", "victim", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 1);
+  ASSERT_EQ(u.Call({"RL.CHECK", "victim", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 0);
+  const std::string dump = c.Call({"DUMP", "victim"}).str;
+  EXPECT_EQ(u.Call({"RESTORE", "victim", "0", dump, "REPLACE"}).str.rfind("NOPERM", 0), 0u);
+  EXPECT_EQ(u.Call({"RL.SETSTATE", "victim", EncodeState({})}).str,
+            "NOPERM this user has no permissions to run the 'rl.setstate' command (it needs the "
+            "permission to RESTORE the key)");
+  EXPECT_EQ(u.Call({"RL.CHECK", "victim", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 0) << "reset";
+  // Nor through a script, whose calls Redis checks against the caller's ACL only.
+  const Reply eval = u.Call({"EVAL", "return redis.call('RL.SETSTATE', KEYS[1], ARGV[1])", "1",
+                             "victim", EncodeState({})});
+  EXPECT_NE(eval.str.find("not allowed from script"), std::string::npos) << Show(eval);
+  // RESTORE's key patterns apply too: a user who may RESTORE only other keys is refused.
+  ASSERT_EQ(c.Call({"ACL", "SETUSER", "ops", "on", ">pw", "~other:*", "+@all"}).str, "OK");
+  RespClient o(port());
+  ASSERT_EQ(o.Call({"AUTH", "ops", "pw"}).str, "OK");
+  EXPECT_EQ(o.Call({"RL.SETSTATE", "other:1", EncodeState({})}).str, "OK");
+  EXPECT_EQ(o.Call({"RL.SETSTATE", "victim", EncodeState({})}).str.rfind("NOPERM", 0), 0u);
+  EXPECT_EQ(c.Call({"RL.SETSTATE", "victim", EncodeState({})}).str, "OK") << "an admin still may";
+  EXPECT_EQ(c.Call({"EXISTS", "victim"}).integer, 0);
+  EXPECT_EQ(c.Call({"ACL", "DELUSER", "ops"}).integer, 1);
+  EXPECT_EQ(c.Call({"ACL", "DELUSER", "app"}).integer, 1);
+}
+
 // Over maxmemory every writer answers Redis's OOM error; reads still work.
 TEST_F(RlKeyTest, MaxmemoryRefusesWrites) {
   RespClient c(port());
