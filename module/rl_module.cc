@@ -7,6 +7,7 @@
 //   redis-server --loadmodule /path/rl.so [POLICIES /path/rl.toml]
 #include <string>
 
+#include "apply.h"
 #include "command_info.h"
 #include "glue.h"
 #include "policies.h"
@@ -63,16 +64,13 @@ class KeyEngine {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const size_t removed = key.state().Reset(r.scope, r.limits);
-    if (removed > 0) {
-      key.Commit(Clock().NowMs(), MustPropagate(ctx_flags_));
-      ++g_counters.writes;
-    }
+    Written(key, removed > 0, Clock().NowMs(), Of(Effect::Op::kReset, r));
     return static_cast<int64_t>(removed);
   }
   absl::StatusOr<Decision> Refund(const Request& r) { return Adjust(r, /*refund=*/true); }
   absl::StatusOr<Decision> Charge(const Request& r) { return Adjust(r, /*refund=*/false); }
-  // The lease lives in the key's state: the key's expiry covers it, and a replica receives it
-  // with the rest (RL.SETSTATE).
+  // The lease lives in the key's state: the key's expiry covers it, and a replica takes the same
+  // lease id (RL.APPLY carries it).
   absl::StatusOr<Acquired> Acquire(const Request& r) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
@@ -81,8 +79,10 @@ class KeyEngine {
     Acquired a;
     absl::StatusOr<Decision> d =
         key.state().Acquire(r.scope, r.key, r.limits, r.cost, now, &a.lease_id, &changed);
+    Effect effect = Of(Effect::Op::kAcquire, r);
+    effect.lease_id = a.lease_id;
+    Written(key, changed, now, effect);
     if (!d.ok()) return d.status();
-    Written(key, changed, now);
     Count(*d, r.shadow);
     if (!a.lease_id.empty()) ++g_counters.leases_acquired;
     a.decision = *d;
@@ -94,8 +94,11 @@ class KeyEngine {
     const int64_t now = Clock().NowMs();
     bool changed = false;
     absl::StatusOr<bool> held = key.state().Release(r.key, r.lease_id, now, &changed);
+    Effect effect;
+    effect.op = Effect::Op::kRelease;
+    effect.lease_id = r.lease_id;
+    Written(key, changed, now, effect);
     if (!held.ok()) return held;
-    Written(key, changed, now);
     if (*held) ++g_counters.leases_released;
     return held;
   }
@@ -105,11 +108,20 @@ class KeyEngine {
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
  private:
-  // After a change to the key's state: store, expire and replicate it (see StateKey::Commit).
-  void Written(StateKey& key, bool changed, int64_t now) {
+  // After a change to the key's state by `effect` (even one that ended in an error: it may have
+  // dropped what had ended): store, expire and replicate it (see StateKey::Commit).
+  void Written(StateKey& key, bool changed, int64_t now, const Effect& effect) {
     if (!changed) return;
-    key.Commit(now, MustPropagate(ctx_flags_));
+    key.Commit(now, MustPropagate(ctx_flags_), effect);
     ++g_counters.writes;
+  }
+  static Effect Of(Effect::Op op, const Request& r) {
+    Effect e;
+    e.op = op;
+    e.scope = r.scope;
+    e.limits = r.limits;
+    e.cost = r.cost;
+    return e;
   }
   static void Count(const Decision& d, bool shadow) {
     ++g_counters.checks;
@@ -129,8 +141,8 @@ class KeyEngine {
     absl::StatusOr<Decision> d = refund
                                      ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
                                      : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
+    Written(key, changed, now, Of(refund ? Effect::Op::kRefund : Effect::Op::kCharge, r));
     if (!d.ok()) return d;
-    Written(key, changed, now);
     ++(refund ? g_counters.refunds : g_counters.charges);
     return d;
   }
@@ -141,8 +153,12 @@ class KeyEngine {
     const int64_t now = Clock().NowMs();
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
+    Effect effect;
+    effect.scope = scope;
+    effect.limits = limits;
+    effect.cost = cost;
+    Written(key, changed, now, effect);
     if (!d.ok()) return d;
-    Written(key, changed, now);
     Count(*d, shadow);
     return d;
   }
@@ -302,6 +318,7 @@ std::string FlagsFor(const command::CommandDoc& doc) {
 }
 
 bool RegisterCommands(RedisModuleCtx* ctx) {
+  if (!RegisterApply(ctx)) return false;  // what replicas and the AOF receive (apply.h)
   for (const command::CommandDoc& doc : command::RlCommandDocs()) {
     const int key = doc.first_key;
     if (doc.subcommands.empty()) {
@@ -352,6 +369,9 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldLongLong(ctx, "policies",
                                    static_cast<long long>(Policies().List().size()));
   RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));
+  // Replayed changes (RL.APPLY) that did not reach the state the primary reported.
+  RedisModule_InfoAddFieldLongLong(ctx, "apply_mismatches",
+                                   static_cast<long long>(ApplyMismatches()));
   // 1 while state changes are replicated for replicas or a backlog (the AOF adds to it).
   RedisModule_InfoAddFieldLongLong(ctx, "downstream", DownstreamActive() ? 1 : 0);
 }
