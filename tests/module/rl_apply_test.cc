@@ -1,0 +1,225 @@
+// What rl.so replicates per call is bounded by the call, not by the key (RL.APPLY, see
+// module/apply.h). For the worst keys (1024 states under one key; one SLIDING_LOG 1000000 1h
+// state holding 7,000 runs) an RL.CHECK adds at most twice its own size to the replication
+// stream (master_repl_offset) and to the AOF, as much as for a key with one state, and the
+// replica still ends with the master's exact state. Every kind of change (policies, BURST,
+// BLOCK, CL.THROTTLE, an acquire with its lease id, a release, refund, charge, reset, a denial
+// that drops runs from a log) replays on a replica and from the AOF to the master's bytes; a
+// promoted replica honours the master's lease ids. RL.APPLY refuses forgeries and counts replays
+// that miss the primary's state.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "probe_util.h"
+#include "redis_harness.h"
+#include "rl_util.h"
+
+namespace rl::test {
+namespace {
+
+using Cmd = std::vector<std::string>;
+using std::chrono::milliseconds;
+
+// The master pings its replicas through the stream every repl-ping-replica-period seconds; an
+// hour keeps master_repl_offset still while we count. appendfsync always: the AOF holds a
+// write before its reply.
+RedisOptions Options() { return RlOptions().With("repl-ping-replica-period 3600"); }
+RedisOptions MasterOptions() { return Options().With("appendonly yes").With("appendfsync always"); }
+
+long long Offset(RedisServer& master) {
+  return std::stoll(master.InfoField("replication", "master_repl_offset"));
+}
+
+// Bytes of `cmd` as a client sends it (a RESP array of bulk strings).
+size_t RespSize(const Cmd& cmd) {
+  size_t n = 3 + std::to_string(cmd.size()).size();
+  for (const std::string& a : cmd) n += 5 + std::to_string(a.size()).size() + a.size();
+  return n;
+}
+
+TEST(RlApplyTest, ACheckReplicatesBytesBoundedByTheCall) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(MasterOptions());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+
+  // 1024 states (the most one key holds) under "wide", one per window.
+  for (int i = 0; i < 1024; ++i) {
+    const Reply r = master.Call(
+        {"RL.CHECK", "wide", "SLIDING_WINDOW", "1000000", std::to_string(3600 + i) + "s"});
+    ASSERT_EQ(r.Ints().at(0), 1) << i << " " << Show(r);
+  }
+  // One sliding log of 7,000 runs in the last hour (forged: real ones take 7,000 distinct ms).
+  EncodedEntry log;
+  log.algorithm = 2;
+  log.window_ms = 3600 * 1000;
+  log.log = true;
+  const int64_t now = TimeMs(master.Call({"TIME"}));
+  for (int i = 0; i < 7000; ++i) log.runs.emplace_back(now - 3500 * 1000 + i * 500, 1);
+  log.expiry_ms = log.runs.back().first + log.window_ms;
+  ASSERT_EQ(master.Call({"RL.SETSTATE", "biglog", EncodeState({log})}).str, "OK");
+  ASSERT_EQ(master.Call({"RL.CHECK", "narrow", "SLIDING_WINDOW", "1000000", "3600s"}).Ints()[0], 1);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+
+  const std::vector<Cmd> checks = {
+      {"RL.CHECK", "wide", "SLIDING_WINDOW", "1000000", "3600s"},
+      {"RL.CHECK", "biglog", "SLIDING_LOG", "1000000", "1h"},
+      {"RL.CHECK", "narrow", "SLIDING_WINDOW", "1000000", "3600s"},
+  };
+  constexpr int kChecks = 20;
+  std::vector<double> stream, aof;
+  for (const Cmd& check : checks) {
+    const long long offset = Offset(master);
+    const size_t aof_bytes = ReadAofFiles(master.dir()).size();
+    for (int i = 0; i < kChecks; ++i) {
+      const Reply r = master.Call(check);
+      ASSERT_EQ(r.Ints().at(0), 1) << check[1] << " " << Show(r);
+    }
+    // Read before WAIT, whose REPLCONF GETACK travels in the stream too.
+    stream.push_back(static_cast<double>(Offset(master) - offset) / kChecks);
+    aof.push_back(static_cast<double>(ReadAofFiles(master.dir()).size() - aof_bytes) / kChecks);
+    ASSERT_TRUE(WaitForReplicas(master, 1));
+    const double bound = 2.0 * static_cast<double>(RespSize(check));
+    EXPECT_LE(stream.back(), bound) << check[1] << ": replication bytes per check";
+    EXPECT_LE(aof.back(), bound) << check[1] << ": AOF bytes per check";
+    EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", check[1]}).elements.at(0).str,
+              master.Call({"DEBUG", "DIGEST-VALUE", check[1]}).elements.at(0).str)
+        << check[1];
+  }
+  // As much as for a key with one state (the count of states has more digits).
+  EXPECT_LE(stream[0], stream[2] + 8);
+  EXPECT_LE(stream[1], stream[2] + 8);
+  std::printf(
+      "bytes per check (stream, AOF): 1024 states %.1f %.1f, log of 7,000 runs %.1f %.1f, "
+      "one state %.1f %.1f; the command %zu\n",
+      stream[0], aof[0], stream[1], aof[1], stream[2], aof[2], RespSize(checks[0]));
+  EXPECT_EQ(replica.Call({"DEBUG", "DIGEST"}).str, master.Call({"DEBUG", "DIGEST"}).str);
+  EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
+}
+
+// Every kind of change, on keys that PEEKs and digests then compare.
+std::vector<std::string> Changes(RedisServer& master) {
+  std::vector<std::string> leases;
+  auto call = [&](const Cmd& cmd) {
+    const Reply r = master.Call(cmd);
+    EXPECT_NE(r.type, '-') << cmd[0] << " " << cmd[1] << ": " << r.str;
+    return r;
+  };
+  call({"RL.POLICY", "SET", "pol", "SLIDING_LOG", "3", "1h", "GCRA", "10", "1m"});
+  for (int i = 0; i < 4; ++i) call({"RL.CHECK", "a", "POLICY", "pol"});
+  call({"RL.CHECK", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "3"});
+  for (int i = 0; i < 3; ++i) call({"RL.CHECK", "c", "FIXED_WINDOW", "2", "1h", "BLOCK", "1h"});
+  for (int i = 0; i < 2; ++i) call({"CL.THROTTLE", "d", "2", "1", "3600"});
+  for (int i = 0; i < 3; ++i) {
+    const Reply r = call({"RL.ACQUIRE", "e", "CONCURRENCY", "2", "LEASE", "1h"});
+    if (r.elements.size() == 6 && !r.elements[5].is_null()) leases.push_back(r.elements[5].str);
+  }
+  EXPECT_EQ(leases.size(), 2u);
+  if (!leases.empty()) EXPECT_EQ(call({"RL.RELEASE", "e", leases[0]}).integer, 1);
+  call({"RL.REFUND", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "1"});
+  call({"RL.CHARGE", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "20"});
+  call({"RL.CHARGE", "g", "SLIDING_LOG", "5", "1h", "COST", "2"});
+  call({"RL.CHECK", "f", "LEAKY_BUCKET", "5", "1h"});
+  EXPECT_EQ(call({"RL.RESET", "f", "LEAKY_BUCKET", "5", "1h"}).integer, 1);  // DEL
+  call({"RL.CHECK", "h", "GCRA", "5", "1h", "SLIDING_WINDOW", "5", "1h"});
+  EXPECT_EQ(call({"RL.RESET", "h", "GCRA", "5", "1h"}).integer, 1);  // one state left
+  // A denial that drops a run which left its log's window changes the stored bytes.
+  EXPECT_EQ(
+      call({"RL.CHECK", "p", "SLIDING_LOG", "1", "200ms", "FIXED_WINDOW", "1", "1h"}).Ints().at(0),
+      1);
+  std::this_thread::sleep_for(milliseconds(250));  // at least this long: the run leaves
+  EXPECT_EQ(
+      call({"RL.CHECK", "p", "SLIDING_LOG", "1", "200ms", "FIXED_WINDOW", "1", "1h"}).Ints().at(0),
+      0);
+  return leases;
+}
+
+::testing::AssertionResult SameData(RedisServer& a, RedisServer& b) {
+  const char* const keys[] = {"a", "b", "c", "d", "e", "g", "h", "p"};
+  for (const char* key : keys) {
+    const Reply x = a.Call({"DEBUG", "DIGEST-VALUE", key});
+    const Reply y = b.Call({"DEBUG", "DIGEST-VALUE", key});
+    if (x.elements.empty() || y.elements.empty() || x.elements[0].str != y.elements[0].str) {
+      return ::testing::AssertionFailure() << "key " << key << " differs";
+    }
+  }
+  const std::string x = a.Call({"DEBUG", "DIGEST"}).str, y = b.Call({"DEBUG", "DIGEST"}).str;
+  if (x != y) return ::testing::AssertionFailure() << "digest " << x << " vs " << y;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(RlApplyTest, EveryChangeReplaysToTheMastersBytes) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(MasterOptions());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  const std::vector<std::string> leases = Changes(master);
+  ASSERT_EQ(leases.size(), 2u);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica));
+  EXPECT_EQ(replica.Call({"DBSIZE"}).integer, master.Call({"DBSIZE"}).integer);
+  EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
+
+  // The AOF has the calls, not the states; replayed later (on a clock that moved on) it reaches
+  // the same bytes.
+  const std::string aof = ReadAofFiles(master.dir());
+  EXPECT_NE(aof.find("RL.APPLY"), std::string::npos);
+  EXPECT_EQ(aof.find("RL.SETSTATE"), std::string::npos);
+  const std::string digest = master.Call({"DEBUG", "DIGEST"}).str;
+  ASSERT_EQ(master.Call({"DEBUG", "LOADAOF"}).str, "OK");
+  EXPECT_EQ(master.Call({"DEBUG", "DIGEST"}).str, digest);
+  EXPECT_TRUE(SameData(master, replica));
+  EXPECT_EQ(RlStat(master, "apply_mismatches"), 0);
+
+  // Promoted, the replica holds the master's lease ids.
+  ASSERT_TRUE(master.Stop());
+  ASSERT_EQ(replica.Call({"REPLICAOF", "NO", "ONE"}).str, "OK");
+  EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[0]}).integer, 0) << "released on the master";
+  EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[1]}).integer, 1);
+}
+
+TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer server(Options());
+  ASSERT_TRUE(server.Start());
+  const std::string now = std::to_string(TimeMs(server.Call({"TIME"})));
+  const std::vector<Cmd> bad = {
+      {"RL.APPLY", "k"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "1", "1"},
+      {"RL.APPLY", "k", now, "NOPE", "", "GCRA 5 1h", "1", "1", "0"},
+      {"RL.APPLY", "k", "-1", "CHECK", "", "GCRA 5 1h", "1", "1", "0"},
+      {"RL.APPLY", "k", "281474976710656", "CHECK", "", "GCRA 5 1h", "1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5", "1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h junk", "1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "-1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "x", "1", "0"},
+      // Refused by the replayed call itself (and so no miss: nothing was there, nothing is).
+      {"RL.APPLY", "k", now, "RELEASE", "0123", "0", "0"},
+      {"RL.APPLY", "k", now, "ACQUIRE", "", "CONCURRENCY 2", "1", "", "0", "0"},  // would lease
+  };
+  for (const Cmd& cmd : bad) {
+    const Reply r = server.Call(cmd);
+    EXPECT_EQ(r.type, '-') << Show(r) << " for " << cmd.size() << " args, op " << cmd.back();
+  }
+  EXPECT_EQ(server.Call({"EXISTS", "k"}).integer, 0);
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
+
+  // A replay that does not reach what the primary reported is applied, counted and logged.
+  EXPECT_EQ(server.Call({"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "1", "7", "0"}).str, "OK");
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 1);
+  EXPECT_NE(server.ReadLog().find("RL.APPLY CHECK on key 'k'"), std::string::npos);
+  EXPECT_EQ(server.Call({"RL.PEEK", "k", "GCRA", "5", "1h", "COST", "0"}).Ints().at(2), 4);
+
+  EXPECT_TRUE(server.running());
+}
+
+}  // namespace
+}  // namespace rl::test
