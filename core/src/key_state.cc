@@ -555,7 +555,11 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
       }
       case TableKind::kLog: {
         LogBuf* log = off != 0 ? b.log(off) : nullptr;
+        const int64_t before = internal::LogTotal(log);
         internal::LogPrune(log, limit.window_ms, now_ms);
+        // Dropping runs that left the window changes the stored bytes even when nothing is
+        // written (a zero amount): a replay must drop them too.
+        *changed = *changed || internal::LogTotal(log) != before;
         log = internal::LogAdjust(log, limit, now_ms, amount, op);
         if (off != 0) b.set_log(off, log);  // owned by the entry from here on
         r = internal::LogEvaluate(log, limit, now_ms, 0, &expiry_ms);
