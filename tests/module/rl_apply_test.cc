@@ -5,11 +5,14 @@
 // replica still ends with the master's exact state. Every kind of change (policies, BURST,
 // BLOCK, CL.THROTTLE, an acquire with its lease id, a release, refund, charge, reset, a denial
 // that drops runs from a log) replays on a replica and from the AOF to the master's bytes; a
-// promoted replica honours the master's lease ids. RL.APPLY refuses forgeries and counts replays
-// that miss the primary's state.
+// promoted replica honours the master's lease ids. An AOF replayed after a state's end keeps it
+// for the calls that built on it. RL.APPLY refuses forgeries and counts replays that miss the
+// primary's state.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +190,40 @@ TEST(RlApplyTest, EveryChangeReplaysToTheMastersBytes) {
   ASSERT_EQ(replica.Call({"REPLICAOF", "NO", "ONE"}).str, "OK");
   EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[0]}).integer, 0) << "released on the master";
   EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[1]}).integer, 1);
+}
+
+std::string Resp(const Cmd& cmd) {
+  std::string out = "*" + std::to_string(cmd.size()) + "\r\n";
+  for (const std::string& a : cmd) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return out;
+}
+
+// An AOF replayed on a clock past the end of a state keeps it for the calls after it, as the
+// primary did: GCRA 2 per 20m (one every 10m) called 12 and 5 minutes ago ends 8 minutes from
+// now (the second call queues behind the first), not 5 (as if the first had never been).
+TEST(RlApplyTest, AofReplayKeepsWhatThePrimaryKept) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer server(MasterOptions());
+  ASSERT_TRUE(server.Start());
+  const int64_t now = TimeMs(server.Call({"TIME"}));
+  ASSERT_TRUE(server.Stop());
+  std::string incr;
+  for (const auto& f : std::filesystem::directory_iterator(server.dir() + "/appendonlydir")) {
+    if (f.path().string().find(".incr.aof") != std::string::npos) incr = f.path().string();
+  }
+  ASSERT_FALSE(incr.empty());
+  const int64_t minute = 60 * 1000, t1 = now - 12 * minute, t2 = now - 5 * minute;
+  std::ofstream(incr, std::ios::app)
+      << Resp({"RL.APPLY", "g", std::to_string(t1), "CHECK", "", "GCRA 2 20m", "1", "1",
+               std::to_string(t1 + 10 * minute)})
+      << Resp({"RL.APPLY", "g", std::to_string(t2), "CHECK", "", "GCRA 2 20m", "1", "1",
+               std::to_string(t1 + 20 * minute)});
+  ASSERT_TRUE(server.Start());
+  const std::vector<int64_t> d =
+      DecisionOf(server.Call({"RL.PEEK", "g", "GCRA", "2", "20m", "COST", "0"}));
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_NEAR(static_cast<double>(d[4]), 8.0 * minute, 30000.0);
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
 }
 
 TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
