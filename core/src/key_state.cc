@@ -274,14 +274,6 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
   internal::MakeDecision(n, *out);
 
   if (out->allowed && (cost > 0 || op == Op::kAcquire)) {
-    if (op == Op::kAcquire && nonce == 0) {
-      for (size_t i = 0; i < n; ++i) {
-        if (pending[i].kind == TableKind::kLeases) {
-          out = absl::FailedPreconditionError("a replayed acquire without a lease id would lease");
-          return out;
-        }
-      }
-    }
     size_t added = 0, added_bytes = 0;
     for (size_t i = 0; i < n; ++i) {
       if (pending[i].off == 0 && writes(pending[i])) {
@@ -326,6 +318,16 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
       out = absl::ResourceExhaustedError(absl::StrCat(
           "too many rate-limit states under one key (at most ", KeyState::kMaxStates, ")"));
       return out;
+    }
+    // Past every refusal the original call could meet (so a replay of a refused acquire drops
+    // what it dropped): a replay of an acquire that took no lease must not take one.
+    if (op == Op::kAcquire && nonce == 0) {
+      for (size_t i = 0; i < n; ++i) {
+        if (pending[i].kind == TableKind::kLeases) {
+          out = absl::FailedPreconditionError("a replayed acquire without a lease id would lease");
+          return out;
+        }
+      }
     }
     // Grow once for every new entry, then write.
     Reserve(block, b, added_bytes);
@@ -479,6 +481,7 @@ absl::StatusOr<bool> KeyState::Release(std::string_view key, std::string_view le
   *changed = internal::LeaseCount(leases) != before;
   if (internal::LeaseCount(leases) == 0) {
     EraseAt(b, off);
+    *changed = true;  // also a set that held none (only a decoded state can)
     if (b.count() == 0) {
       internal::StateFree(b.p);
       block_ = nullptr;

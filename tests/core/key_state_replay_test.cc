@@ -128,6 +128,20 @@ TEST(KeyStateReplay, RefusalAfterDroppingEndedStatesIsAChange) {
   EXPECT_NE(Bytes(primary), before);
   EXPECT_FALSE(replica.Check("", two, 1, 5000, &changed).ok());
   EXPECT_EQ(Bytes(replica), Bytes(primary));
+
+  // An acquire refused the same way took no lease: its replay has no id, and drops the same.
+  const Limit ended{Algorithm::kFixedWindow, 5, 200};
+  for (KeyState* s : {&primary, &replica}) {
+    ASSERT_TRUE(s->Check("", absl::MakeConstSpan(&ended, 1), 1, 5000, &changed).ok());
+  }
+  const Limit acquire[] = {{Algorithm::kConcurrency, 2, 60'000}, {Algorithm::kGcra, 5, 1000}};
+  std::string id;
+  EXPECT_FALSE(primary.Acquire("", "key", acquire, 1, 9000, &id, &changed).ok());
+  EXPECT_TRUE(changed);
+  EXPECT_TRUE(id.empty());
+  EXPECT_FALSE(replica.AcquireAs("", "key", acquire, 1, 9000, id, &changed).ok());
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(Bytes(replica), Bytes(primary));
 }
 
 // An acquire replayed without a lease id (the primary took none) never takes one.
