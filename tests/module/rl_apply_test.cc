@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -258,6 +259,44 @@ TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
   EXPECT_NE(server.ReadLog().find("RL.APPLY CHECK on key 'k'"), std::string::npos);
   EXPECT_EQ(server.Call({"RL.PEEK", "k", "GCRA", "5", "1h", "COST", "0"}).Ints().at(2), 4);
 
+  // Well-formed forgeries with hostile numbers (times from 0 to 2^48 - 1 in any order, costs up
+  // to 2^40, lease ids real and not) change states or are refused, never crash.
+  const Reply lease = server.Call({"RL.ACQUIRE", "f", "CONCURRENCY", "3"});
+  ASSERT_EQ(lease.elements.size(), 6u) << Show(lease);
+  const std::vector<std::string> times = {"0",
+                                          "1",
+                                          now,
+                                          std::to_string(TimeMs(server.Call({"TIME"})) - 3600000),
+                                          "281474976710655",
+                                          "100000000000000"};
+  const std::vector<std::string> limits = {"GCRA 5 1h BURST 9",
+                                           "SLIDING_LOG 1099511627776 3650d",
+                                           "TOKEN_BUCKET 1 1ms",
+                                           "FIXED_WINDOW 2 1h BLOCK 3650d",
+                                           "SLIDING_WINDOW 3 1s LEAKY_BUCKET 2 1m",
+                                           "CONCURRENCY 3",
+                                           "CONCURRENCY 3 GCRA 1 1s"};
+  const std::vector<std::string> costs = {"0", "1", "1099511627776", "9223372036854775807"};
+  const std::vector<std::string> ids = {"", lease.elements[5].str, std::string(40, 'f')};
+  const char* const ops[] = {"CHECK", "ACQUIRE", "REFUND", "CHARGE", "RESET", "RELEASE"};
+  std::mt19937_64 rng(7);
+  auto any = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  for (int i = 0; i < 3000; ++i) {
+    const std::string op = ops[rng() % 6];
+    Cmd cmd = {"RL.APPLY", "f", any(times), op};
+    if (op == "RELEASE") {
+      cmd.push_back(any(ids));
+    } else {
+      cmd.push_back(rng() % 2 ? "" : "pol");
+      cmd.push_back(any(limits));
+      if (op != "RESET") cmd.push_back(any(costs));
+      if (op == "ACQUIRE") cmd.push_back(any(ids));
+    }
+    cmd.push_back("1");
+    cmd.push_back(any(times));
+    const Reply r = server.Call(cmd);
+    ASSERT_TRUE(r.type == '+' || r.type == '-') << Show(r);
+  }
   EXPECT_TRUE(server.running());
 }
 
