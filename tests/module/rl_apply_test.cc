@@ -199,9 +199,10 @@ std::string Resp(const Cmd& cmd) {
   return out;
 }
 
-// An AOF replayed on a clock past the end of a state keeps it for the calls after it, as the
-// primary did: GCRA 2 per 20m (one every 10m) called 12 and 5 minutes ago ends 8 minutes from
-// now (the second call queues behind the first), not 5 (as if the first had never been).
+// An AOF's RL.SETSTATE lines (earlier versions) still load. An AOF replayed on a clock past the
+// end of a state keeps it for the calls after it, as the primary did: GCRA 2 per 20m (one every
+// 10m) called 12 and 5 minutes ago ends 8 minutes from now (the second call queues behind the
+// first), not 5 (as if the first had never been).
 TEST(RlApplyTest, AofReplayKeepsWhatThePrimaryKept) {
   if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
   RedisServer server(MasterOptions());
@@ -214,7 +215,15 @@ TEST(RlApplyTest, AofReplayKeepsWhatThePrimaryKept) {
   }
   ASSERT_FALSE(incr.empty());
   const int64_t minute = 60 * 1000, t1 = now - 12 * minute, t2 = now - 5 * minute;
+  // As earlier versions wrote every change: the whole state (3 requests 10 minutes ago).
+  EncodedEntry old;
+  old.algorithm = 2;
+  old.window_ms = 60 * minute;
+  old.log = true;
+  old.runs = {{now - 10 * minute, 3}};
+  old.expiry_ms = now + 50 * minute;
   std::ofstream(incr, std::ios::app)
+      << Resp({"RL.SETSTATE", "old", EncodeState({old})})
       << Resp({"RL.APPLY", "g", std::to_string(t1), "CHECK", "", "GCRA 2 20m", "1", "1",
                std::to_string(t1 + 10 * minute)})
       << Resp({"RL.APPLY", "g", std::to_string(t2), "CHECK", "", "GCRA 2 20m", "1", "1",
@@ -225,6 +234,8 @@ TEST(RlApplyTest, AofReplayKeepsWhatThePrimaryKept) {
   ASSERT_EQ(d.size(), 5u);
   EXPECT_NEAR(static_cast<double>(d[4]), 8.0 * minute, 30000.0);
   EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
+  const Reply o = server.Call({"RL.PEEK", "old", "SLIDING_LOG", "5", "1h", "COST", "0"});
+  EXPECT_EQ(o.Ints().at(2), 2) << "an RL.SETSTATE line still loads";
 }
 
 TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
