@@ -1,15 +1,16 @@
-// RL.SETSTATE's permission check (see permissions.h).
+// The permission check of RL.SETSTATE and RL.APPLY (see permissions.h).
 #include "permissions.h"
 
 #include <cerrno>
 
+#include "apply.h"
 #include "state_type.h"
 
 namespace rl::module {
 namespace {
 
-// Whether the caller may run `RESTORE key 0 payload`.
-bool MayRestore(RedisModuleCtx* ctx, RedisModuleString** argv) {
+// Whether the caller may run `RESTORE key 0 payload` (the payload's bytes do not matter to ACLs).
+bool MayRestore(RedisModuleCtx* ctx, RedisModuleString* key) {
   RedisModuleString* name = RedisModule_GetClientUserNameById(ctx, RedisModule_GetClientId(ctx));
   // No ACL user: the master's link (root), or a module's own RM_Call without "C" (root as well;
   // with "C" Redis checked the user for RL.SETSTATE itself). Scripts cannot call RL.SETSTATE
@@ -20,7 +21,7 @@ bool MayRestore(RedisModuleCtx* ctx, RedisModuleString** argv) {
   if (user == nullptr) return false;  // the user was deleted meanwhile
   RedisModuleString* restore = RedisModule_CreateString(ctx, "RESTORE", 7);
   RedisModuleString* ttl = RedisModule_CreateString(ctx, "0", 1);
-  RedisModuleString* args[] = {restore, argv[1], ttl, argv[2]};
+  RedisModuleString* args[] = {restore, key, ttl, ttl};
   const bool allowed = RedisModule_ACLCheckCommandPermissions(user, args, 4) == REDISMODULE_OK;
   RedisModule_FreeString(ctx, restore);
   RedisModule_FreeString(ctx, ttl);
@@ -30,17 +31,33 @@ bool MayRestore(RedisModuleCtx* ctx, RedisModuleString** argv) {
 
 }  // namespace
 
-int GuardedSetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc != 3) return RedisModule_WrongArity(ctx);
+// A master's stream and the AOF are trusted; a client needs RESTORE's permission on the key.
+bool Permitted(RedisModuleCtx* ctx, RedisModuleString* key) {
   const int flags = RedisModule_GetContextFlags(ctx);
   const bool trusted = flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING);
-  if (!trusted && !MayRestore(ctx, argv)) {
+  return trusted || MayRestore(ctx, key);
+}
+
+int GuardedSetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
+  if (!Permitted(ctx, argv[1])) {
     return RedisModule_ReplyWithError(
         ctx,
         "NOPERM this user has no permissions to run the 'rl.setstate' command (it needs the "
         "permission to RESTORE the key)");
   }
   return SetStateCommand(ctx, argv, argc);
+}
+
+int GuardedApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 2) return RedisModule_WrongArity(ctx);
+  if (!Permitted(ctx, argv[1])) {
+    return RedisModule_ReplyWithError(
+        ctx,
+        "NOPERM this user has no permissions to run the 'rl.apply' command (it needs the "
+        "permission to RESTORE the key)");
+  }
+  return ApplyCommand(ctx, argv, argc);
 }
 
 }  // namespace rl::module

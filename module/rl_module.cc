@@ -9,6 +9,7 @@
 #include <string>
 
 #include "admission.h"
+#include "apply.h"
 #include "command_info.h"
 #include "glue.h"
 #include "permissions.h"
@@ -63,16 +64,13 @@ class KeyEngine {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const size_t removed = key.state().Reset(r.scope, r.limits);
-    if (removed > 0) {
-      key.Commit(Clock().NowMs(), MustPropagate(ctx_flags_));
-      ++g_counters.writes;
-    }
+    Written(key, removed > 0, Clock().NowMs(), Of(Effect::Op::kReset, r));
     return static_cast<int64_t>(removed);
   }
   absl::StatusOr<Decision> Refund(const Request& r) { return Adjust(r, /*refund=*/true); }
   absl::StatusOr<Decision> Charge(const Request& r) { return Adjust(r, /*refund=*/false); }
-  // The lease lives in the key's state: the key's expiry covers it, and a replica receives it
-  // with the rest (RL.SETSTATE).
+  // The lease lives in the key's state: the key's expiry covers it, and a replica takes the same
+  // lease id (RL.APPLY carries it).
   absl::StatusOr<Acquired> Acquire(const Request& r) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
@@ -81,12 +79,14 @@ class KeyEngine {
     Acquired a;
     absl::StatusOr<Decision> d =
         key.state().Acquire(r.scope, r.key, r.limits, r.cost, now, &a.lease_id, &changed);
+    Effect effect = Of(Effect::Op::kAcquire, r);
+    effect.lease_id = a.lease_id;
+    const bool overflowed = Overflowed(key, changed);
+    if (!overflowed) Written(key, changed, now, effect);
     if (!d.ok()) return d.status();
-    if (Overflowed(key, changed)) {
+    if (overflowed) {
       a.lease_id.clear();  // allowed without a lease under fail-open, as rl-server
       if (Admissions().overflow() == FailureMode::kFailClosed) *d = Refused(*d);
-    } else {
-      Written(key, changed, now);
     }
     Count(*d, r.shadow);
     if (!a.lease_id.empty()) ++g_counters.leases_acquired;
@@ -99,8 +99,11 @@ class KeyEngine {
     const int64_t now = Clock().NowMs();
     bool changed = false;
     absl::StatusOr<bool> held = key.state().Release(r.key, r.lease_id, now, &changed);
+    Effect effect;
+    effect.op = Effect::Op::kRelease;
+    effect.lease_id = r.lease_id;
+    Written(key, changed, now, effect);
     if (!held.ok()) return held;
-    Written(key, changed, now);
     if (*held) ++g_counters.leases_released;
     return held;
   }
@@ -117,11 +120,20 @@ class KeyEngine {
     Admissions().CountOverflow();
     return true;
   }
-  // After a change to the key's state: store, expire and replicate it (see StateKey::Commit).
-  void Written(StateKey& key, bool changed, int64_t now) {
+  // After a change to the key's state by `effect` (even one that ended in an error: it may have
+  // dropped what had ended): store, expire and replicate it (see StateKey::Commit).
+  void Written(StateKey& key, bool changed, int64_t now, const Effect& effect) {
     if (!changed) return;
-    key.Commit(now, MustPropagate(ctx_flags_));
+    key.Commit(now, MustPropagate(ctx_flags_), effect);
     ++g_counters.writes;
+  }
+  static Effect Of(Effect::Op op, const Request& r) {
+    Effect e;
+    e.op = op;
+    e.scope = r.scope;
+    e.limits = r.limits;
+    e.cost = r.cost;
+    return e;
   }
   static void Count(const Decision& d, bool shadow) {
     ++g_counters.checks;
@@ -141,9 +153,11 @@ class KeyEngine {
     absl::StatusOr<Decision> d = refund
                                      ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
                                      : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
-    if (!d.ok()) return d;
     // A charge that cannot be stored is answered as computed, uncounted (no mode denies it).
-    if (!Overflowed(key, changed)) Written(key, changed, now);
+    if (!Overflowed(key, changed)) {
+      Written(key, changed, now, Of(refund ? Effect::Op::kRefund : Effect::Op::kCharge, r));
+    }
+    if (!d.ok()) return d;
     ++(refund ? g_counters.refunds : g_counters.charges);
     return d;
   }
@@ -154,13 +168,15 @@ class KeyEngine {
     const int64_t now = Clock().NowMs();
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
+    Effect effect;
+    effect.scope = scope;
+    effect.limits = limits;
+    effect.cost = cost;
+    const bool overflowed = Overflowed(key, changed);
+    if (!overflowed) Written(key, changed, now, effect);
     if (!d.ok()) return d;
-    if (Overflowed(key, changed)) {
-      // Fail-open: the answer a first call gets, not counted.
-      if (Admissions().overflow() == FailureMode::kFailClosed) *d = Refused(*d);
-    } else {
-      Written(key, changed, now);
-    }
+    // Fail-open: the answer a first call gets, not counted.
+    if (overflowed && Admissions().overflow() == FailureMode::kFailClosed) *d = Refused(*d);
     Count(*d, shadow);
     return d;
   }
@@ -320,6 +336,7 @@ std::string FlagsFor(const command::CommandDoc& doc) {
 }
 
 bool RegisterCommands(RedisModuleCtx* ctx) {
+  if (!RegisterApply(ctx)) return false;  // what replicas and the AOF receive (apply.h)
   for (const command::CommandDoc& doc : command::RlCommandDocs()) {
     const int key = doc.first_key;
     if (doc.subcommands.empty()) {
@@ -377,6 +394,9 @@ void Info(RedisModuleInfoCtx* ctx, int) {
                                    static_cast<long long>(Admissions().overflows()));
   RedisModule_InfoAddFieldCString(ctx, "overflow_mode",
                                   std::string(OverflowModeName(Admissions().overflow())).c_str());
+  // Replayed changes (RL.APPLY) that did not reach the state the primary reported.
+  RedisModule_InfoAddFieldLongLong(ctx, "apply_mismatches",
+                                   static_cast<long long>(ApplyMismatches()));
   // 1 while state changes are replicated for replicas or a backlog (the AOF adds to it).
   RedisModule_InfoAddFieldLongLong(ctx, "downstream", DownstreamActive() ? 1 : 0);
 }

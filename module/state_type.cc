@@ -112,14 +112,6 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
 
 size_t FreeEffort(RedisModuleString*, const void* value) { return Borrowed(value)->size(); }
 
-void ReplicateState(RedisModuleCtx* ctx, RedisModuleString* name, const KeyState& state) {
-  // One buffer for the module's life (commands run one at a time): no allocation per write.
-  static std::string bytes;
-  bytes.clear();
-  state.Encode(&bytes);
-  RedisModule_Replicate(ctx, "RL.SETSTATE", "sb", name, bytes.data(), bytes.size());
-}
-
 absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRORMSG_WRONGTYPE); }
 
 // The key's TTL for states fresh at `expiry_ms` (> now_ms). Redis adds its wall clock to the
@@ -128,6 +120,18 @@ absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRO
 int64_t TtlMs(int64_t expiry_ms, int64_t now_ms) {
   constexpr int64_t kMaxTtlMs = int64_t{100} * 365 * 24 * 3600 * 1000;
   return expiry_ms - now_ms > kMaxTtlMs ? kMaxTtlMs : expiry_ms - now_ms;
+}
+
+// Replays from upstream: the replication link or an AOF being loaded.
+bool FromUpstream(int ctx_flags) {
+  return (ctx_flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0;
+}
+
+// A replayed state's TTL on this node: a state kept from upstream although this node's clock
+// says it has ended lives a millisecond (Redis expires nothing while loading, and a replica
+// never expires the master's keys on its own: the master's DEL ends it).
+int64_t ReplayTtlMs(int64_t expiry_ms, int64_t now_ms) {
+  return expiry_ms > now_ms ? TtlMs(expiry_ms, now_ms) : 1;
 }
 
 }  // namespace
@@ -197,22 +201,20 @@ void StateKey::Propagate(bool replicate, Replicate&& effect) {
   }
 }
 
-void StateKey::Commit(int64_t now_ms, bool replicate) {
-  const int64_t expiry_ms = state_.ExpiryMs();  // INT64_MIN when empty
-  if (expiry_ms <= now_ms) {
-    if (stored_) {
-      Sync();
-      RedisModule_DeleteKey(key_);  // frees the value (the current block)
-      state_.ReleaseBlock();
-      stored_ = false;
-      RedisModule_SignalModifiedKey(ctx_, name_);
-      Propagate(replicate, [&] { RedisModule_Replicate(ctx_, "DEL", "s", name_); });
-    }
-    return;  // a state never stored is freed with this StateKey
-  }
+bool StateKey::Drop() {
+  if (!stored_) return false;
+  Sync();
+  RedisModule_DeleteKey(key_);  // frees the value (the current block)
+  state_.ReleaseBlock();
+  stored_ = false;
+  RedisModule_SignalModifiedKey(ctx_, name_);
+  return true;
+}
+
+bool StateKey::Store(int64_t ttl_ms) {
   if (!stored_) {
     void* value = const_cast<void*>(state_.block());
-    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) return;
+    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) return false;
     stored_ = true;
     value_ = value;
   } else {
@@ -220,9 +222,35 @@ void StateKey::Commit(int64_t now_ms, bool replicate) {
   }
   // Relative to this node's clock: the key expires when its states are fresh, whatever the
   // offset between the anchored clock and the server's wall clock.
-  RedisModule_SetExpire(key_, TtlMs(expiry_ms, now_ms));
+  RedisModule_SetExpire(key_, ttl_ms);
   RedisModule_SignalModifiedKey(ctx_, name_);
-  Propagate(replicate, [&] { ReplicateState(ctx_, name_, state_); });
+  return true;
+}
+
+void StateKey::Commit(int64_t now_ms, bool replicate, const Effect& effect) {
+  const int64_t expiry_ms = state_.ExpiryMs();  // INT64_MIN when empty
+  if (expiry_ms <= now_ms) {
+    // A state never stored is freed with this StateKey.
+    if (Drop()) Propagate(replicate, [&] { RedisModule_Replicate(ctx_, "DEL", "s", name_); });
+    return;
+  }
+  if (!Store(TtlMs(expiry_ms, now_ms))) return;
+  Propagate(replicate,
+            [&] { ReplicateEffect(ctx_, name_, now_ms, effect, state_.size(), expiry_ms); });
+}
+
+void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags) {
+  const int64_t now_ms = Clock().NowMs();
+  const int64_t expiry_ms = state_.ExpiryMs();
+  if (expiry_ms <= op_now_ms || (!FromUpstream(ctx_flags) && expiry_ms <= now_ms)) {
+    if (Drop()) {
+      RedisModule_Replicate(ctx_, "DEL", "s", name_);
+    } else {
+      RedisModule_ReplicateVerbatim(ctx_);
+    }
+    return;
+  }
+  if (Store(ReplayTtlMs(expiry_ms, now_ms))) RedisModule_ReplicateVerbatim(ctx_);
 }
 
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
@@ -243,17 +271,25 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
   }
   const int64_t now = Clock().NowMs();
-  if (decoded->empty() || decoded->ExpiryMs() <= now) {
-    // Nothing left that is not fresh: the key is gone (as on the master when it wrote this).
+  const bool upstream = FromUpstream(RedisModule_GetContextFlags(ctx));
+  bool dropped = false;
+  if (decoded->empty() || (!upstream && decoded->ExpiryMs() <= now)) {
+    // Nothing left that is not fresh: the key is gone, and replicas are told so (from upstream
+    // they would keep the state, see CommitReplayed).
     if (type != REDISMODULE_KEYTYPE_EMPTY) RedisModule_DeleteKey(key);
+    dropped = true;
   } else {
     const int64_t expiry = decoded->ExpiryMs();
     RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded)));
-    RedisModule_SetExpire(key, TtlMs(expiry, now));
+    RedisModule_SetExpire(key, ReplayTtlMs(expiry, now));
   }
   RedisModule_CloseKey(key);
   RedisModule_SignalModifiedKey(ctx, argv[1]);
-  RedisModule_ReplicateVerbatim(ctx);
+  if (dropped) {
+    RedisModule_Replicate(ctx, "DEL", "s", argv[1]);
+  } else {
+    RedisModule_ReplicateVerbatim(ctx);
+  }
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 

@@ -4,15 +4,19 @@
 // and opens keys for the commands.
 //
 // Replication never carries RL.CHECK as sent (a replica's clock would decide differently): a
-// command that changes a state replicates `RL.SETSTATE key <encoded state>` (or DEL when nothing
-// is left), so replicas and the AOF hold exactly the master's state; when nothing downstream
-// could receive it (propagation.h), the write skips building it. The key's expiry is always
-// the moment its states become equivalent to fresh.
+// command that changes a state replicates RL.APPLY, the call with the primary's time and
+// everything else a replay cannot recompute (apply.h), or DEL when nothing is left, so replicas
+// and the AOF reach exactly the master's state at a cost bounded by the call, not by the key;
+// when nothing downstream could receive it (propagation.h), the write skips building it. The
+// key's expiry is always the moment its states become equivalent to fresh. RL.SETSTATE (the
+// whole state) is what an AOF rewrite without an RDB preamble writes, and what older versions
+// replicated: it still loads.
 #pragma once
 
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "apply.h"
 #include "redis_module_api.h"
 #include "rl/key_state.h"
 
@@ -40,15 +44,27 @@ class StateKey {
   // True when the Redis key exists and holds this type (false: a new key, stored by Commit).
   bool stored() const { return stored_; }
 
-  // After a change to state(): stores it (a new key), sets the expiry and, when `replicate`
-  // (MustPropagate: something downstream), replicates RL.SETSTATE; when no state is left (or
-  // all are fresh at `now_ms`), deletes the key and replicates DEL. Either way the change counts
-  // as a write (server.dirty).
-  void Commit(int64_t now_ms, bool replicate);
+  // After a change to state() by `effect` at `now_ms`: stores it (a new key), sets the expiry
+  // and, when `replicate` (MustPropagate: something downstream), replicates the effect as
+  // RL.APPLY; when no state is left (or all are fresh at `now_ms`), deletes the key and
+  // replicates DEL. Either way the change counts as a write (server.dirty).
+  void Commit(int64_t now_ms, bool replicate, const Effect& effect);
+  // After replaying a change (RL.APPLY) that the primary made at `op_now_ms`. From upstream (the
+  // replication link or an AOF being loaded, per `ctx_flags`) the key stays exactly when the
+  // primary kept it, even if this node's clock says its states have ended, since the next replay
+  // must find them (the primary's DEL follows when it ends; an AOF's keys past their end expire
+  // once loaded); from a client, the key also goes when it has ended by this node's clock. The
+  // change replicates as sent, or as DEL when the key goes.
+  void CommitReplayed(int64_t op_now_ms, int ctx_flags);
 
  private:
   // Points the key's value at the state's block if a change moved it.
   void Sync();
+  // Deletes the key when stored; true when it was.
+  bool Drop();
+  // Stores the state (a new key or a moved block) with a TTL of `ttl_ms`; false when Redis
+  // refused the value.
+  bool Store(int64_t ttl_ms);
   // Runs `effect` (which replicates the change) when `replicate`; otherwise only counts the
   // change as a write.
   template <class Replicate>
@@ -63,9 +79,10 @@ class StateKey {
   KeyState state_;               // adopts the stored block (never frees it), or a fresh state
 };
 
-// RL.SETSTATE key encoded-state: what replicas and the AOF receive. Validates the encoding
-// (a hostile payload is refused, never a crash), stores it with its expiry, replies OK and
-// replicates itself.
+// RL.SETSTATE key encoded-state: a whole state, as AOF rewrites without an RDB preamble and
+// older versions write it. Validates the encoding (a hostile payload is refused, never a crash),
+// stores it with its expiry (from upstream, as CommitReplayed keeps keys), replies OK and
+// replicates itself (DEL when the key goes).
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 
 // Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.

@@ -70,6 +70,7 @@ struct Pending {
   LogBuf* log;       // the stored log (pruned), for kLog
   LeaseBuf* leases;  // the stored lease set, for kLeases
   int64_t expiry_ms;
+  bool pruned;  // runs left the stored log's window and were dropped from it (a change)
 };
 
 // Evaluates `limit` against the entry at `off` (0 = fresh). `prune_log`: a stored log may be
@@ -80,6 +81,7 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
   q->kind = internal::TableFor(limit.algorithm);
   q->log = nullptr;
   q->leases = nullptr;
+  q->pruned = false;
   switch (q->kind) {
     case TableKind::kTwoWord: {
       State2 old;
@@ -102,7 +104,9 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
     case TableKind::kLog: {
       LogBuf* log = off != 0 ? b.log(off) : nullptr;
       if (prune_log) {
+        const int64_t before = internal::LogTotal(log);
         internal::LogPrune(log, limit.window_ms, now);
+        q->pruned = internal::LogTotal(log) != before;
         q->log = log;
         return internal::LogEvaluate(log, limit, now, cost, &q->expiry_ms);
       }
@@ -234,7 +238,11 @@ bool HasBlock(absl::Span<const Limit> limits) {
 
 enum class Op : uint8_t { kCheck, kAcquire };
 
-// Limiter::Impl::Run over one key's block: a check, or an acquire (which adds lease `nonce`).
+// Limiter::Impl::Run over one key's block: a check, or an acquire (which adds lease `nonce`; 0
+// only in a replay of an acquire that took no lease, which then must not take one).
+// `*changed` is set whenever the stored bytes differ afterwards, even with an error or a denial
+// (runs pruned from a log, entries dropped as fresh): rl.so replicates the operation itself, so a
+// replica replaying it must reach the very same bytes.
 absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
                              absl::Span<const Limit> limits, int64_t cost, int64_t now_ms,
                              uint64_t nonce, bool* leased, bool* changed) {
@@ -255,6 +263,7 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
   for (size_t i = 0; i < n; ++i) {
     const size_t off = b.Find(sid, StateId(limits[i]));
     out->limits[i] = Evaluate(b, off, limits[i], now_ms, cost, /*prune_log=*/true, &pending[i]);
+    *changed = *changed || pending[i].pruned;
   }
   uint32_t starting = 0;  // bit i: limit i starts a penalty block
   // An acquire of cost 0 takes its lease but consumes nothing from its rate limits.
@@ -284,6 +293,7 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
         }
       }
       if (removed > 0) {
+        *changed = true;  // even if the bound below refuses the call
         // Offsets moved; find the surviving entries again (pruned ones count as fresh, and their
         // evaluation was of a state equivalent to fresh, so it stands).
         for (size_t i = 0; i < n; ++i) {
@@ -308,6 +318,16 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
       out = absl::ResourceExhaustedError(absl::StrCat(
           "too many rate-limit states under one key (at most ", KeyState::kMaxStates, ")"));
       return out;
+    }
+    // Past every refusal the original call could meet (so a replay of a refused acquire drops
+    // what it dropped): a replay of an acquire that took no lease must not take one.
+    if (op == Op::kAcquire && nonce == 0) {
+      for (size_t i = 0; i < n; ++i) {
+        if (pending[i].kind == TableKind::kLeases) {
+          out = absl::FailedPreconditionError("a replayed acquire without a lease id would lease");
+          return out;
+        }
+      }
     }
     // Grow once for every new entry, then write.
     Reserve(block, b, added_bytes);
@@ -429,6 +449,24 @@ absl::StatusOr<Decision> KeyState::Acquire(std::string_view scope, std::string_v
   return d;
 }
 
+absl::StatusOr<Decision> KeyState::AcquireAs(std::string_view scope, std::string_view key,
+                                             absl::Span<const Limit> limits, int64_t cost,
+                                             int64_t now_ms, std::string_view lease_id,
+                                             bool* changed) {
+  *changed = false;
+  uint64_t nonce = 0;
+  if (!lease_id.empty()) {
+    absl::StatusOr<internal::LeaseId> id = internal::ParseLeaseId(lease_id, key);
+    if (!id.ok()) return id.status();
+    if (id->scope_id != ScopeId(scope)) {
+      return absl::InvalidArgumentError("lease id was issued for another policy");
+    }
+    nonce = id->nonce;
+  }
+  bool leased = false;
+  return Run(block_, Op::kAcquire, scope, limits, cost, now_ms, nonce, &leased, changed);
+}
+
 absl::StatusOr<bool> KeyState::Release(std::string_view key, std::string_view lease_id,
                                        int64_t now_ms, bool* changed) {
   *changed = false;
@@ -443,6 +481,7 @@ absl::StatusOr<bool> KeyState::Release(std::string_view key, std::string_view le
   *changed = internal::LeaseCount(leases) != before;
   if (internal::LeaseCount(leases) == 0) {
     EraseAt(b, off);
+    *changed = true;  // also a set that held none (only a decoded state can)
     if (b.count() == 0) {
       internal::StateFree(b.p);
       block_ = nullptr;
@@ -519,7 +558,11 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
       }
       case TableKind::kLog: {
         LogBuf* log = off != 0 ? b.log(off) : nullptr;
+        const int64_t before = internal::LogTotal(log);
         internal::LogPrune(log, limit.window_ms, now_ms);
+        // Dropping runs that left the window changes the stored bytes even when nothing is
+        // written (a zero amount): a replay must drop them too.
+        *changed = *changed || internal::LogTotal(log) != before;
         log = internal::LogAdjust(log, limit, now_ms, amount, op);
         if (off != 0) b.set_log(off, log);  // owned by the entry from here on
         r = internal::LogEvaluate(log, limit, now_ms, 0, &expiry_ms);

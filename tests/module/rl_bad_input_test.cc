@@ -28,7 +28,7 @@ TEST_F(RlBadInputTest, RandomArgumentsNeverCrash) {
   RespClient c(port());
   const std::vector<std::string> verbs = {"RL.CHECK",   "RL.PEEK",     "RL.RESET",  "CL.THROTTLE",
                                           "RL.POLICY",  "RL.SETSTATE", "RL.REFUND", "RL.CHARGE",
-                                          "RL.ACQUIRE", "RL.RELEASE"};
+                                          "RL.ACQUIRE", "RL.RELEASE",  "RL.APPLY"};
   const std::vector<std::string> words = {"TOKEN_BUCKET",
                                           "GCRA",
                                           "SLIDING_LOG",

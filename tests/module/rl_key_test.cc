@@ -271,6 +271,10 @@ TEST_F(RlKeyTest, SetStateIsDangerous) {
   EXPECT_EQ(u.Call({"RL.SETSTATE", "victim", EncodeState({})}).str,
             "NOPERM this user has no permissions to run the 'rl.setstate' command (it needs the "
             "permission to RESTORE the key)");
+  // RL.APPLY (the replicated call) could reset it as well: refused before its arguments are read.
+  EXPECT_EQ(u.Call({"RL.APPLY", "victim", "0", "RESET", "", "FIXED_WINDOW 1 1h", "", "0"}).str,
+            "NOPERM this user has no permissions to run the 'rl.apply' command (it needs the "
+            "permission to RESTORE the key)");
   EXPECT_EQ(u.Call({"RL.CHECK", "victim", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 0) << "reset";
   // Nor through a script, whose calls Redis checks against the caller's ACL only.
   const Reply eval = u.Call({"EVAL", "return redis.call('RL.SETSTATE', KEYS[1], ARGV[1])", "1",

@@ -134,10 +134,10 @@ TEST_F(RlPersistenceTest, AofAlwaysKeepsCountsAcrossKillNineAndRewrite) {
   Populate(server);
   const Snapshot before = Take(server);
 
-  // The AOF holds the resulting states, never a check as sent (replayed later it would decide
-  // on another clock), and the runtime policy as sent.
+  // The AOF holds the calls with the node's time (RL.APPLY), never a check as sent (replayed
+  // later it would decide on another clock), and the runtime policy as sent.
   const std::string aof = ReadAofFiles(server.dir());
-  EXPECT_NE(aof.find("RL.SETSTATE"), std::string::npos);
+  EXPECT_NE(aof.find("RL.APPLY"), std::string::npos);
   EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
   EXPECT_EQ(aof.find("CL.THROTTLE"), std::string::npos);
   EXPECT_NE(aof.find("rt\r\n$11\r\nSLIDING_LOG"), std::string::npos);
@@ -176,7 +176,7 @@ TEST_F(RlPersistenceTest, AofSwitchedOnAtRuntimeGetsEveryEffect) {
   EXPECT_EQ(server.Call({"RL.CHECK", "after", "GCRA", "5", "1h"}).Ints()[0], 1);
   EXPECT_EQ(server.Call({"RL.RESET", "before", "TOKEN_BUCKET", "5", "1h"}).integer, 1);
   const std::string aof = ReadAofFiles(server.dir());
-  EXPECT_NE(aof.find("RL.SETSTATE\r\n$5\r\nafter"), std::string::npos);
+  EXPECT_NE(aof.find("RL.APPLY\r\n$5\r\nafter"), std::string::npos);
   EXPECT_NE(aof.find("DEL\r\n$6\r\nbefore"), std::string::npos);
   EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
   EXPECT_EQ(aof.find("RL.RESET"), std::string::npos);

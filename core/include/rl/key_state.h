@@ -51,8 +51,12 @@ class KeyState {
   KeyState& operator=(const KeyState&) = delete;
 
   // Limiter::Check over this key's states, all or nothing. `*changed` is set when the stored
-  // state differs afterwards (the caller then persists and replicates it); a denied check or a
-  // peek (cost 0) leaves it false unless a changed limit moved a state's expiry.
+  // state differs afterwards (the caller then persists and replicates it), also when the answer
+  // is an error or a denial: a denied check or a peek (cost 0) leaves it false unless a changed
+  // limit moved a state's expiry or runs that left a log's window were dropped; a check refused
+  // for too many states may have dropped states equivalent to fresh. The result is a function of
+  // the state and the arguments alone, so replaying the call on an equal state (same `now_ms`)
+  // gives equal bytes: rl.so replicates calls this way.
   absl::StatusOr<Decision> Check(std::string_view scope, absl::Span<const Limit> limits,
                                  int64_t cost, int64_t now_ms, bool* changed);
   // What Check would answer, changing nothing (not even pruning). A CONCURRENCY limit may be
@@ -69,6 +73,13 @@ class KeyState {
   absl::StatusOr<Decision> Acquire(std::string_view scope, std::string_view key,
                                    absl::Span<const Limit> limits, int64_t cost, int64_t now_ms,
                                    std::string* lease_id, bool* changed);
+  // Acquire replayed with the id another copy of this state handed out (rl.so's replicas and AOF
+  // replay reproduce the primary's acquire, lease id included): `lease_id` must have been issued
+  // for `key` under `scope`; empty when that acquire took no lease, and then this one takes none
+  // either (an error if it would).
+  absl::StatusOr<Decision> AcquireAs(std::string_view scope, std::string_view key,
+                                     absl::Span<const Limit> limits, int64_t cost, int64_t now_ms,
+                                     std::string_view lease_id, bool* changed);
   // Limiter::Release: ends the lease `lease_id` of `key`; true when it was held. An id that is not
   // a lease id or was issued for another key is an error and changes nothing.
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id, int64_t now_ms,

@@ -1,0 +1,315 @@
+// What rl.so replicates per call is bounded by the call, not by the key (RL.APPLY, see
+// module/apply.h). For the worst keys (1024 states under one key; one SLIDING_LOG 1000000 1h
+// state holding 7,000 runs) an RL.CHECK adds at most twice its own size to the replication
+// stream (master_repl_offset) and to the AOF, as much as for a key with one state, and the
+// replica still ends with the master's exact state. Every kind of change (policies, BURST,
+// BLOCK, CL.THROTTLE, an acquire with its lease id, a release, refund, charge, reset, a denial
+// that drops runs from a log) replays on a replica and from the AOF to the master's bytes; a
+// promoted replica honours the master's lease ids. An AOF replayed after a state's end keeps it
+// for the calls that built on it. RL.APPLY refuses forgeries and counts replays that miss the
+// primary's state.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "probe_util.h"
+#include "redis_harness.h"
+#include "rl_util.h"
+
+namespace rl::test {
+namespace {
+
+using Cmd = std::vector<std::string>;
+using std::chrono::milliseconds;
+
+// The master pings its replicas through the stream every repl-ping-replica-period seconds; an
+// hour keeps master_repl_offset still while we count. appendfsync always: the AOF holds a
+// write before its reply.
+RedisOptions Options() { return RlOptions().With("repl-ping-replica-period 3600"); }
+RedisOptions MasterOptions() { return Options().With("appendonly yes").With("appendfsync always"); }
+
+long long Offset(RedisServer& master) {
+  return std::stoll(master.InfoField("replication", "master_repl_offset"));
+}
+
+// Bytes of `cmd` as a client sends it (a RESP array of bulk strings).
+size_t RespSize(const Cmd& cmd) {
+  size_t n = 3 + std::to_string(cmd.size()).size();
+  for (const std::string& a : cmd) n += 5 + std::to_string(a.size()).size() + a.size();
+  return n;
+}
+
+TEST(RlApplyTest, ACheckReplicatesBytesBoundedByTheCall) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(MasterOptions());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+
+  // 1024 states (the most one key holds) under "wide", one per window.
+  for (int i = 0; i < 1024; ++i) {
+    const Reply r = master.Call(
+        {"RL.CHECK", "wide", "SLIDING_WINDOW", "1000000", std::to_string(3600 + i) + "s"});
+    ASSERT_EQ(r.Ints().at(0), 1) << i << " " << Show(r);
+  }
+  // One sliding log of 7,000 runs in the last hour (forged: real ones take 7,000 distinct ms).
+  EncodedEntry log;
+  log.algorithm = 2;
+  log.window_ms = 3600 * 1000;
+  log.log = true;
+  const int64_t now = TimeMs(master.Call({"TIME"}));
+  for (int i = 0; i < 7000; ++i) log.runs.emplace_back(now - 3500 * 1000 + i * 500, 1);
+  log.expiry_ms = log.runs.back().first + log.window_ms;
+  ASSERT_EQ(master.Call({"RL.SETSTATE", "biglog", EncodeState({log})}).str, "OK");
+  ASSERT_EQ(master.Call({"RL.CHECK", "narrow", "SLIDING_WINDOW", "1000000", "3600s"}).Ints()[0], 1);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+
+  const std::vector<Cmd> checks = {
+      {"RL.CHECK", "wide", "SLIDING_WINDOW", "1000000", "3600s"},
+      {"RL.CHECK", "biglog", "SLIDING_LOG", "1000000", "1h"},
+      {"RL.CHECK", "narrow", "SLIDING_WINDOW", "1000000", "3600s"},
+  };
+  constexpr int kChecks = 20;
+  std::vector<double> stream, aof;
+  for (const Cmd& check : checks) {
+    const long long offset = Offset(master);
+    const size_t aof_bytes = ReadAofFiles(master.dir()).size();
+    for (int i = 0; i < kChecks; ++i) {
+      const Reply r = master.Call(check);
+      ASSERT_EQ(r.Ints().at(0), 1) << check[1] << " " << Show(r);
+    }
+    // Read before WAIT, whose REPLCONF GETACK travels in the stream too.
+    stream.push_back(static_cast<double>(Offset(master) - offset) / kChecks);
+    aof.push_back(static_cast<double>(ReadAofFiles(master.dir()).size() - aof_bytes) / kChecks);
+    ASSERT_TRUE(WaitForReplicas(master, 1));
+    const double bound = 2.0 * static_cast<double>(RespSize(check));
+    EXPECT_LE(stream.back(), bound) << check[1] << ": replication bytes per check";
+    EXPECT_LE(aof.back(), bound) << check[1] << ": AOF bytes per check";
+    EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", check[1]}).elements.at(0).str,
+              master.Call({"DEBUG", "DIGEST-VALUE", check[1]}).elements.at(0).str)
+        << check[1];
+  }
+  // As much as for a key with one state (the count of states has more digits).
+  EXPECT_LE(stream[0], stream[2] + 8);
+  EXPECT_LE(stream[1], stream[2] + 8);
+  std::printf(
+      "bytes per check (stream, AOF): 1024 states %.1f %.1f, log of 7,000 runs %.1f %.1f, "
+      "one state %.1f %.1f; the command %zu\n",
+      stream[0], aof[0], stream[1], aof[1], stream[2], aof[2], RespSize(checks[0]));
+  EXPECT_EQ(replica.Call({"DEBUG", "DIGEST"}).str, master.Call({"DEBUG", "DIGEST"}).str);
+  EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
+}
+
+// Every kind of change, on keys that PEEKs and digests then compare.
+std::vector<std::string> Changes(RedisServer& master) {
+  std::vector<std::string> leases;
+  auto call = [&](const Cmd& cmd) {
+    const Reply r = master.Call(cmd);
+    EXPECT_NE(r.type, '-') << cmd[0] << " " << cmd[1] << ": " << r.str;
+    return r;
+  };
+  call({"RL.POLICY", "SET", "pol", "SLIDING_LOG", "3", "1h", "GCRA", "10", "1m"});
+  for (int i = 0; i < 4; ++i) call({"RL.CHECK", "a", "POLICY", "pol"});
+  call({"RL.CHECK", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "3"});
+  for (int i = 0; i < 3; ++i) call({"RL.CHECK", "c", "FIXED_WINDOW", "2", "1h", "BLOCK", "1h"});
+  for (int i = 0; i < 2; ++i) call({"CL.THROTTLE", "d", "2", "1", "3600"});
+  for (int i = 0; i < 3; ++i) {
+    const Reply r = call({"RL.ACQUIRE", "e", "CONCURRENCY", "2", "LEASE", "1h"});
+    if (r.elements.size() == 6 && !r.elements[5].is_null()) leases.push_back(r.elements[5].str);
+  }
+  EXPECT_EQ(leases.size(), 2u);
+  if (!leases.empty()) EXPECT_EQ(call({"RL.RELEASE", "e", leases[0]}).integer, 1);
+  call({"RL.REFUND", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "1"});
+  call({"RL.CHARGE", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "20"});
+  call({"RL.CHARGE", "g", "SLIDING_LOG", "5", "1h", "COST", "2"});
+  call({"RL.CHECK", "f", "LEAKY_BUCKET", "5", "1h"});
+  EXPECT_EQ(call({"RL.RESET", "f", "LEAKY_BUCKET", "5", "1h"}).integer, 1);  // DEL
+  call({"RL.CHECK", "h", "GCRA", "5", "1h", "SLIDING_WINDOW", "5", "1h"});
+  EXPECT_EQ(call({"RL.RESET", "h", "GCRA", "5", "1h"}).integer, 1);  // one state left
+  // A denial by a log that first drops a run which left its window changes the stored bytes
+  // (nothing else: the log's end stays the newest run's). The sleeps are lower bounds; only a
+  // stall of 1.5 s between the last two calls would let the second run leave too.
+  const Cmd log = {"RL.CHECK", "p", "SLIDING_LOG", "3", "3s", "COST", "1"};
+  EXPECT_EQ(call(log).Ints().at(0), 1);
+  std::this_thread::sleep_for(milliseconds(1600));
+  Cmd two = log;
+  two.back() = "2";
+  EXPECT_EQ(call(two).Ints().at(0), 1);
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_EQ(call(two).Ints().at(0), 0) << "the first run left, the second did not";
+  return leases;
+}
+
+::testing::AssertionResult SameData(RedisServer& a, RedisServer& b) {
+  const char* const keys[] = {"a", "b", "c", "d", "e", "g", "h", "p"};
+  for (const char* key : keys) {
+    const Reply x = a.Call({"DEBUG", "DIGEST-VALUE", key});
+    const Reply y = b.Call({"DEBUG", "DIGEST-VALUE", key});
+    if (x.elements.empty() || y.elements.empty() || x.elements[0].str != y.elements[0].str) {
+      return ::testing::AssertionFailure() << "key " << key << " differs";
+    }
+  }
+  const std::string x = a.Call({"DEBUG", "DIGEST"}).str, y = b.Call({"DEBUG", "DIGEST"}).str;
+  if (x != y) return ::testing::AssertionFailure() << "digest " << x << " vs " << y;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(RlApplyTest, EveryChangeReplaysToTheMastersBytes) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(MasterOptions());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  const std::vector<std::string> leases = Changes(master);
+  ASSERT_EQ(leases.size(), 2u);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_TRUE(SameData(master, replica));
+  EXPECT_EQ(replica.Call({"DBSIZE"}).integer, master.Call({"DBSIZE"}).integer);
+  EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
+
+  // The AOF has the calls, not the states; replayed later (on a clock that moved on) it reaches
+  // the same bytes.
+  const std::string aof = ReadAofFiles(master.dir());
+  EXPECT_NE(aof.find("RL.APPLY"), std::string::npos);
+  EXPECT_EQ(aof.find("RL.SETSTATE"), std::string::npos);
+  const std::string digest = master.Call({"DEBUG", "DIGEST"}).str;
+  ASSERT_EQ(master.Call({"DEBUG", "LOADAOF"}).str, "OK");
+  EXPECT_EQ(master.Call({"DEBUG", "DIGEST"}).str, digest);
+  EXPECT_TRUE(SameData(master, replica));
+  EXPECT_EQ(RlStat(master, "apply_mismatches"), 0);
+
+  // Promoted, the replica holds the master's lease ids.
+  ASSERT_TRUE(master.Stop());
+  ASSERT_EQ(replica.Call({"REPLICAOF", "NO", "ONE"}).str, "OK");
+  EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[0]}).integer, 0) << "released on the master";
+  EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[1]}).integer, 1);
+}
+
+std::string Resp(const Cmd& cmd) {
+  std::string out = "*" + std::to_string(cmd.size()) + "\r\n";
+  for (const std::string& a : cmd) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return out;
+}
+
+// An AOF's RL.SETSTATE lines (earlier versions) still load. An AOF replayed on a clock past the
+// end of a state keeps it for the calls after it, as the primary did: GCRA 2 per 20m (one every
+// 10m) called 12 and 5 minutes ago ends 8 minutes from now (the second call queues behind the
+// first), not 5 (as if the first had never been).
+TEST(RlApplyTest, AofReplayKeepsWhatThePrimaryKept) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer server(MasterOptions());
+  ASSERT_TRUE(server.Start());
+  const int64_t now = TimeMs(server.Call({"TIME"}));
+  ASSERT_TRUE(server.Stop());
+  std::string incr;
+  for (const auto& f : std::filesystem::directory_iterator(server.dir() + "/appendonlydir")) {
+    if (f.path().string().find(".incr.aof") != std::string::npos) incr = f.path().string();
+  }
+  ASSERT_FALSE(incr.empty());
+  const int64_t minute = 60 * 1000, t1 = now - 12 * minute, t2 = now - 5 * minute;
+  // As earlier versions wrote every change: the whole state (3 requests 10 minutes ago).
+  EncodedEntry old;
+  old.algorithm = 2;
+  old.window_ms = 60 * minute;
+  old.log = true;
+  old.runs = {{now - 10 * minute, 3}};
+  old.expiry_ms = now + 50 * minute;
+  std::ofstream(incr, std::ios::app)
+      << Resp({"RL.SETSTATE", "old", EncodeState({old})})
+      << Resp({"RL.APPLY", "g", std::to_string(t1), "CHECK", "", "GCRA 2 20m", "1", "1",
+               std::to_string(t1 + 10 * minute)})
+      << Resp({"RL.APPLY", "g", std::to_string(t2), "CHECK", "", "GCRA 2 20m", "1", "1",
+               std::to_string(t1 + 20 * minute)});
+  ASSERT_TRUE(server.Start());
+  const std::vector<int64_t> d =
+      DecisionOf(server.Call({"RL.PEEK", "g", "GCRA", "2", "20m", "COST", "0"}));
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_NEAR(static_cast<double>(d[4]), 8.0 * minute, 30000.0);
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
+  const Reply o = server.Call({"RL.PEEK", "old", "SLIDING_LOG", "5", "1h", "COST", "0"});
+  EXPECT_EQ(o.Ints().at(2), 2) << "an RL.SETSTATE line still loads";
+}
+
+TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer server(Options());
+  ASSERT_TRUE(server.Start());
+  const std::string now = std::to_string(TimeMs(server.Call({"TIME"})));
+  const std::vector<Cmd> bad = {
+      {"RL.APPLY", "k"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "1", "1"},
+      {"RL.APPLY", "k", now, "NOPE", "", "GCRA 5 1h", "1", "1", "0"},
+      {"RL.APPLY", "k", "-1", "CHECK", "", "GCRA 5 1h", "1", "1", "0"},
+      {"RL.APPLY", "k", "281474976710656", "CHECK", "", "GCRA 5 1h", "1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5", "1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h junk", "1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "-1", "1", "0"},
+      {"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "x", "1", "0"},
+      // Refused by the replayed call itself (and so no miss: nothing was there, nothing is).
+      {"RL.APPLY", "k", now, "RELEASE", "0123", "0", "0"},
+      {"RL.APPLY", "k", now, "ACQUIRE", "", "CONCURRENCY 2", "1", "", "0", "0"},  // would lease
+  };
+  for (const Cmd& cmd : bad) {
+    const Reply r = server.Call(cmd);
+    EXPECT_EQ(r.type, '-') << Show(r) << " for " << cmd.size() << " args, op " << cmd.back();
+  }
+  EXPECT_EQ(server.Call({"EXISTS", "k"}).integer, 0);
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
+
+  // A replay that does not reach what the primary reported is applied, counted and logged.
+  EXPECT_EQ(server.Call({"RL.APPLY", "k", now, "CHECK", "", "GCRA 5 1h", "1", "7", "0"}).str, "OK");
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 1);
+  EXPECT_NE(server.ReadLog().find("RL.APPLY CHECK on key 'k'"), std::string::npos);
+  EXPECT_EQ(server.Call({"RL.PEEK", "k", "GCRA", "5", "1h", "COST", "0"}).Ints().at(2), 4);
+
+  // Well-formed forgeries with hostile numbers (times from 0 to 2^48 - 1 in any order, costs up
+  // to 2^40, lease ids real and not) change states or are refused, never crash.
+  const Reply lease = server.Call({"RL.ACQUIRE", "f", "CONCURRENCY", "3"});
+  ASSERT_EQ(lease.elements.size(), 6u) << Show(lease);
+  const std::vector<std::string> times = {"0",
+                                          "1",
+                                          now,
+                                          std::to_string(TimeMs(server.Call({"TIME"})) - 3600000),
+                                          "281474976710655",
+                                          "100000000000000"};
+  const std::vector<std::string> limits = {"GCRA 5 1h BURST 9",
+                                           "SLIDING_LOG 1099511627776 3650d",
+                                           "TOKEN_BUCKET 1 1ms",
+                                           "FIXED_WINDOW 2 1h BLOCK 3650d",
+                                           "SLIDING_WINDOW 3 1s LEAKY_BUCKET 2 1m",
+                                           "CONCURRENCY 3",
+                                           "CONCURRENCY 3 GCRA 1 1s"};
+  const std::vector<std::string> costs = {"0", "1", "1099511627776", "9223372036854775807"};
+  const std::vector<std::string> ids = {"", lease.elements[5].str, std::string(40, 'f')};
+  const char* const ops[] = {"CHECK", "ACQUIRE", "REFUND", "CHARGE", "RESET", "RELEASE"};
+  std::mt19937_64 rng(7);
+  auto any = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  for (int i = 0; i < 3000; ++i) {
+    const std::string op = ops[rng() % 6];
+    Cmd cmd = {"RL.APPLY", "f", any(times), op};
+    if (op == "RELEASE") {
+      cmd.push_back(any(ids));
+    } else {
+      cmd.push_back(rng() % 2 ? "" : "pol");
+      cmd.push_back(any(limits));
+      if (op != "RESET") cmd.push_back(any(costs));
+      if (op == "ACQUIRE") cmd.push_back(any(ids));
+    }
+    cmd.push_back("1");
+    cmd.push_back(any(times));
+    const Reply r = server.Call(cmd);
+    ASSERT_TRUE(r.type == '+' || r.type == '-') << Show(r);
+  }
+  EXPECT_TRUE(server.running());
+}
+
+}  // namespace
+}  // namespace rl::test
