@@ -691,6 +691,7 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.overflows += sh.overflows;
     stats.blocks += sh.blocks.size();
     stats.lease_sets += sh.leases.size();
+    stats.max_keys += bounds_[i].max_keys;  // fixed at construction
   }
   stats.memory_bytes += (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
                         sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));
