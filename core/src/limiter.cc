@@ -646,6 +646,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   } else {
     Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
   }
+  if constexpr (kOp != Op::kCheck) internal::MarkLeases(limits, *out);
   return out;
 }
 
