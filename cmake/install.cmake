@@ -2,7 +2,7 @@
 #   find_package(rl 0.3 REQUIRED)
 #   target_link_libraries(app PRIVATE rl::core)     # the in-process engine
 #   target_link_libraries(app PRIVATE rl::client)   # rl::RemoteLimiter (rl-server over RESP)
-# or, without CMake, `pkg-config --cflags --libs rl` (rl::core). Included by the top-level
+# or, without CMake, `pkg-config --cflags --libs rl` (rl::core) or `rl-client` (rl::client). Included by the top-level
 # CMakeLists after every target exists. The libraries, their public headers, the LICENSE and, with
 # rl-server, what an operator needs (dist/: config, systemd unit, man page) are installed; the
 # HTTP example and the tests stay in the tree.
@@ -59,28 +59,46 @@ install(FILES
   ${PROJECT_BINARY_DIR}/rlConfigVersion.cmake
   DESTINATION ${RL_INSTALL_CMAKEDIR})
 
-# pkg-config: rl.pc beside the CMake package. Requires is derived from what rl_core links, so the
-# two cannot drift apart: absl::x -> absl_x (abseil ships one .pc per library), xxhash's own .pc.
-get_target_property(rl_core_links rl_core LINK_LIBRARIES)
-set(RL_PC_REQUIRES "")
-set(RL_PC_LIBS "")
-foreach(lib IN LISTS rl_core_links)
-  if(lib MATCHES "^absl::(.+)$")
-    list(APPEND RL_PC_REQUIRES "absl_${CMAKE_MATCH_1}")
-  elseif(lib STREQUAL "PkgConfig::XXHASH")
-    list(APPEND RL_PC_REQUIRES "libxxhash")
-  elseif(lib STREQUAL "Threads::Threads")
-    set(RL_PC_LIBS "-pthread")
-  else()
-    message(FATAL_ERROR "rl.pc: no pkg-config name for rl_core's dependency ${lib}")
-  endif()
-endforeach()
-list(JOIN RL_PC_REQUIRES ", " RL_PC_REQUIRES)
+# pkg-config: rl.pc (rl::core) and rl-client.pc (rl::client) beside the CMake package. Requires
+# is derived from what each library links, so the two cannot drift apart: absl::x -> absl_x
+# (abseil ships one .pc per library), xxhash's own .pc, rl::core -> rl. Both are static, so their
+# private dependencies are listed too; Boost is headers only (Asio is compiled into rl_client and
+# its public headers include none), so it adds no flags.
+function(rl_pc_requires target out_requires out_libs)
+  get_target_property(links ${target} LINK_LIBRARIES)
+  set(requires "")
+  set(libs "")
+  foreach(lib IN LISTS links)
+    if(lib MATCHES "^absl::(.+)$")
+      list(APPEND requires "absl_${CMAKE_MATCH_1}")
+    elseif(lib STREQUAL "PkgConfig::XXHASH")
+      list(APPEND requires "libxxhash")
+    elseif(lib STREQUAL "rl::core")
+      list(APPEND requires "rl = ${PROJECT_VERSION}")
+    elseif(lib STREQUAL "Threads::Threads")
+      set(libs "-pthread")
+    elseif(lib STREQUAL "Boost::headers" OR lib MATCHES "^\\$<BUILD_INTERFACE:")
+      # Headers only, or built into the archive (rl_resp's objects).
+    else()
+      message(FATAL_ERROR "pkg-config: no name for ${target}'s dependency ${lib}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES requires)
+  list(JOIN requires ", " requires)
+  set(${out_requires} "${requires}" PARENT_SCOPE)
+  set(${out_libs} "${libs}" PARENT_SCOPE)
+endfunction()
 set(RL_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 file(RELATIVE_PATH RL_PC_TO_PREFIX /prefix/${RL_PKGCONFIG_DIR} /prefix)
 string(REGEX REPLACE "/$" "" RL_PC_TO_PREFIX "${RL_PC_TO_PREFIX}")
+rl_pc_requires(rl_core RL_PC_REQUIRES RL_PC_LIBS)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/rl.pc.in ${PROJECT_BINARY_DIR}/rl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/rl.pc DESTINATION ${RL_PKGCONFIG_DIR})
+if(TARGET rl_client)
+  rl_pc_requires(rl_client RL_PC_REQUIRES RL_PC_LIBS)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/rl-client.pc.in ${PROJECT_BINARY_DIR}/rl-client.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/rl-client.pc DESTINATION ${RL_PKGCONFIG_DIR})
+endif()
 
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

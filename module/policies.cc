@@ -117,7 +117,9 @@ int ModulePolicies::AuxLoad(RedisModuleIO* rdb) {
   for (const auto& [name, spec] : Global().runtime) Global().registry.Delete(name);
   Global().runtime.clear();
   for (const auto& [name, spec] : entries) {
-    absl::StatusOr<Policy> policy = ParsePolicy(name, std::string_view(spec));
+    // Stored text keeps the meaning it had when it was saved (a bare number was milliseconds).
+    absl::StatusOr<Policy> policy =
+        ParsePolicy(name, std::string_view(spec), BareDuration::kMilliseconds);
     if (!policy.ok()) {
       RedisModule_LogIOError(rdb, REDISMODULE_LOGLEVEL_WARNING,
                              "rl: skipping stored policy '%s': %s", name.c_str(),

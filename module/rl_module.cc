@@ -257,9 +257,17 @@ int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                [](auto& e, auto& w, ArgViews a) { command::RunThrottle(e, w, a); });
 }
 
-// Policy definitions are deterministic, so they replicate (and reach the AOF) as sent.
+// Policy definitions are deterministic, so they replicate (and reach the AOF) as sent. What a
+// primary sends or the AOF replays may come from an earlier version, where a window without a
+// unit meant milliseconds: it keeps that meaning. This version refuses such text from clients, so
+// whatever it replicates itself has units.
 int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  ModuleSink w(ctx);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  const BareDuration bare =
+      (flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0
+          ? BareDuration::kMilliseconds
+          : BareDuration::kRefused;
+  ModuleSink w(ctx, flags);
   const ArgViews args = Views(argv, argc);
   bool ok = false;
   struct Registry {
@@ -270,7 +278,7 @@ int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       return s;
     }
   } registry{&ok};
-  command::RunPolicySet(registry, w, args);
+  command::RunPolicySet(registry, w, args, bare);
   if (ok) RedisModule_ReplicateVerbatim(ctx);
   return REDISMODULE_OK;
 }

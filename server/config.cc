@@ -374,7 +374,9 @@ absl::StatusOr<int64_t> ParseNumericSetting(const NumericSetting& s, std::string
       break;
     }
     case SettingUnit::kDurationMs: {
-      auto ms = rl::ParseDurationMs(text);
+      // Settings keep their documented reading: an integer is milliseconds (as in TOML), unlike
+      // a limit's window.
+      auto ms = rl::ParseDurationMs(text, rl::BareDuration::kMilliseconds);
       ok = ms.ok();
       if (ok) value = *ms;
       break;

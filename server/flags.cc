@@ -18,11 +18,14 @@ namespace rl::server {
 namespace po = boost::program_options;
 namespace {
 
+// The blank line at the end sets "Options:" apart, so help2man (the man page) reads it as a
+// section heading rather than the last words of the paragraph.
 constexpr std::string_view kUsage =
     "Usage: rl-server [options]\n"
     "A Redis-protocol rate limiter: any Redis client calls RL.CHECK / CL.THROTTLE.\n"
     "Exit codes: 0 after SIGTERM/SIGINT, 1 when a setting or file is refused or the final\n"
-    "snapshot fails (or a second signal cut the shutdown short), 2 for an unusable command line.\n";
+    "snapshot fails (or a second signal cut the shutdown short), 2 for an unusable command line.\n"
+    "\n";
 
 std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 

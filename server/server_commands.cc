@@ -193,7 +193,7 @@ void Info(CommandContext& ctx) {
                    "maxmemory_human:{}\r\nmaxmemory_policy:evict-least-valuable\r\n"
                    "max_keys:{}\r\noverflow_mode:{}\r\n\r\n",
                    ls.memory_bytes, HumanBytes(ls.memory_bytes), rss, HumanBytes(rss),
-                   st.config.max_memory, HumanBytes(st.config.max_memory), st.config.max_keys,
+                   st.config.max_memory, HumanBytes(st.config.max_memory), ls.max_keys,
                    OverflowModeName(st.config.overflow));
   }
   if (want("persistence")) out += PersistenceInfo(st) + "\r\n";

@@ -136,7 +136,9 @@ absl::Status ParseSnapshot(std::string_view data,
     bool in_file = false;
     for (const auto& [name, spec] : config_policies) in_file = in_file || name == p.name;
     if (in_file) continue;
-    auto policy = rl::ParsePolicy(p.name, std::string_view(p.spec));
+    // Saved text keeps the meaning it had when it was written (a bare number was milliseconds).
+    auto policy =
+        rl::ParsePolicy(p.name, std::string_view(p.spec), rl::BareDuration::kMilliseconds);
     if (!policy.ok()) {
       return absl::DataLossError(
           fmt::format("policy '{}': {}", p.name, ToStd(policy.status().message())));

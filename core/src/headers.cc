@@ -114,6 +114,9 @@ std::vector<HeaderField> HeaderValues(const Decision& decision, std::string_view
       AppendSfString(EntryName(decision, i, policy_name), &policy);
       policy += ";q=";
       policy += SfInteger(limit.limit);
+      // A CONCURRENCY limit has no window (its window_ms is a lease's ttl): w is left out, as
+      // the draft allows.
+      if ((decision.leases >> i & 1) != 0) continue;
       policy += ";w=";
       // The draft's window is a non-zero integer of seconds; a 250ms window shows as 1.
       policy += SfInteger(std::max<int64_t>(CeilSeconds(limit.window_ms), 1));

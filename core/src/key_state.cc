@@ -272,6 +272,7 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
   };
   if (HasBlock(limits)) starting = ApplyBlocks(b, sid, limits, out->limits.data(), now_ms, cost);
   internal::MakeDecision(n, *out);
+  if (op == Op::kAcquire) internal::MarkLeases(limits, *out);
 
   if (out->allowed && (cost > 0 || op == Op::kAcquire)) {
     size_t added = 0, added_bytes = 0;
@@ -428,6 +429,7 @@ absl::StatusOr<Decision> KeyState::Peek(std::string_view scope, absl::Span<const
   // The blocks a check would start are shown, not stored.
   if (HasBlock(limits)) (void)ApplyBlocks(b, sid, limits, out->limits.data(), now_ms, cost);
   internal::MakeDecision(limits.size(), *out);
+  internal::MarkLeases(limits, *out);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // error is an absl::InvalidArgumentError whose text can follow "ERR " in a Redis reply.
 #include "rl/limit.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -36,6 +37,15 @@ constexpr std::string_view kAlgorithmList =
     "TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY";
 constexpr std::string_view kWindowHint = "(use e.g. 250ms, 1s, 1m, 1h, 1d)";
 
+// Longest first: FormatDuration picks the first that divides. Parsing is case-insensitive like
+// every other keyword of the protocol; "M" is minutes too, there are no months.
+struct DurationUnit {
+  std::string_view suffix;
+  int64_t ms;
+};
+constexpr DurationUnit kDurationUnits[] = {
+    {"d", 24 * 3600 * 1000}, {"h", 3600 * 1000}, {"m", 60 * 1000}, {"s", 1000}, {"ms", 1}};
+
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
@@ -65,11 +75,7 @@ bool ParseDigits(std::string_view text, int64_t max, int64_t* out) {
 }
 
 bool AllDigits(std::string_view text) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 // Parses a count in [1, kMaxLimit]; `what` names it in the message ("limit", "burst").
@@ -123,8 +129,37 @@ absl::Status ValidateLimit(const Limit& limit) {
   return absl::OkStatus();
 }
 
+// A duration; `what` names it when a unit is missing ("window", "BLOCK", "LEASE").
+absl::StatusOr<int64_t> ParseDuration(std::string_view text, std::string_view what,
+                                      BareDuration bare) {
+  const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  const std::string_view number = text.substr(0, digits);
+  const std::string_view unit = text.substr(digits);
+  int64_t unit_ms = unit.empty() ? 1 : 0;  // bare: milliseconds, as earlier versions read it
+  for (const DurationUnit& u : kDurationUnits) {
+    if (EqualsIgnoreCase(unit, u.suffix)) unit_ms = u.ms;
+  }
+  if (number.empty() || unit_ms == 0) {
+    return absl::InvalidArgumentError("invalid window '" + Echo(text) + "' " +
+                                      std::string(kWindowHint));
+  }
+  int64_t value = 0;
+  // Bounding the count by kMaxWindowMs / unit_ms keeps the product in range without overflow.
+  if (!ParseDigits(number, kMaxWindowMs / unit_ms, &value) || value == 0) {
+    return absl::InvalidArgumentError("window '" + Echo(text) + "' out of range (1ms to " +
+                                      FormatDuration(kMaxWindowMs) + ")");
+  }
+  if (unit.empty() && bare == BareDuration::kRefused) {
+    // The fix in the message: people who mean seconds see how to say so.
+    return absl::InvalidArgumentError(std::string(what) + " '" + Echo(text) +
+                                      "' needs a unit: " + Echo(text) + "s, 1m, 250ms");
+  }
+  return value * unit_ms;
+}
+
 // "CONCURRENCY n [LEASE ttl]" from tokens[i] (the keyword) on; advances *pos past it.
-absl::StatusOr<Limit> ParseConcurrency(absl::Span<const std::string_view> tokens, size_t* pos) {
+absl::StatusOr<Limit> ParseConcurrency(absl::Span<const std::string_view> tokens, size_t* pos,
+                                       BareDuration bare) {
   size_t i = *pos;
   if (tokens.size() - i < 2) {
     return absl::InvalidArgumentError(
@@ -139,7 +174,7 @@ absl::StatusOr<Limit> ParseConcurrency(absl::Span<const std::string_view> tokens
   i += 2;
   if (i < tokens.size() && EqualsIgnoreCase(tokens[i], "LEASE")) {
     if (i + 1 >= tokens.size()) return absl::InvalidArgumentError("LEASE needs a duration");
-    absl::StatusOr<int64_t> ttl = ParseDurationMs(tokens[i + 1]);
+    absl::StatusOr<int64_t> ttl = ParseDuration(tokens[i + 1], "LEASE", bare);
     if (!ttl.ok()) return ttl.status();
     limit.window_ms = *ttl;
     i += 2;
@@ -168,55 +203,19 @@ std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
   return std::nullopt;
 }
 
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  const std::string_view number = text.substr(0, digits);
-  const std::string_view unit = text.substr(digits);
-
-  // Units are case-insensitive like every other keyword of the protocol; "M" is minutes too,
-  // there are no months.
-  int64_t unit_ms = 0;
-  if (unit.empty() || EqualsIgnoreCase(unit, "ms")) {
-    unit_ms = 1;
-  } else if (EqualsIgnoreCase(unit, "s")) {
-    unit_ms = 1000;
-  } else if (EqualsIgnoreCase(unit, "m")) {
-    unit_ms = 60 * 1000;
-  } else if (EqualsIgnoreCase(unit, "h")) {
-    unit_ms = 3600 * 1000;
-  } else if (EqualsIgnoreCase(unit, "d")) {
-    unit_ms = 24 * 3600 * 1000;
-  }
-  if (number.empty() || unit_ms == 0) {
-    return absl::InvalidArgumentError("invalid window '" + Echo(text) + "' " +
-                                      std::string(kWindowHint));
-  }
-  int64_t value = 0;
-  // Bounding the count by kMaxWindowMs / unit_ms keeps the product in range without overflow.
-  if (!ParseDigits(number, kMaxWindowMs / unit_ms, &value) || value == 0) {
-    return absl::InvalidArgumentError("window '" + Echo(text) + "' out of range (1ms to " +
-                                      FormatDuration(kMaxWindowMs) + ")");
-  }
-  return value * unit_ms;
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text, BareDuration bare) {
+  return ParseDuration(text, "window", bare);
 }
 
 std::string FormatDuration(int64_t ms) {
-  if (ms > 0) {
-    struct Unit {
-      int64_t ms;
-      const char* suffix;
-    };
-    static constexpr Unit kUnits[] = {
-        {24 * 3600 * 1000, "d"}, {3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}};
-    for (const Unit& unit : kUnits) {
-      if (ms % unit.ms == 0) return std::to_string(ms / unit.ms) + unit.suffix;
-    }
+  for (const DurationUnit& u : kDurationUnits) {
+    if (ms > 0 && ms % u.ms == 0) return std::to_string(ms / u.ms) + std::string(u.suffix);
   }
   return std::to_string(ms) + "ms";
 }
 
-absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos) {
+absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos,
+                                 BareDuration bare) {
   size_t i = *pos;
   if (i >= tokens.size()) {
     return absl::InvalidArgumentError("missing limit (e.g. SLIDING_WINDOW 100 1m)");
@@ -226,7 +225,7 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
     return absl::InvalidArgumentError("unknown algorithm '" + Echo(tokens[i]) + "' (use " +
                                       std::string(kAlgorithmList) + ")");
   }
-  if (*algorithm == Algorithm::kConcurrency) return ParseConcurrency(tokens, pos);
+  if (*algorithm == Algorithm::kConcurrency) return ParseConcurrency(tokens, pos, bare);
   const AlgorithmInfo* info = FindAlgorithm(*algorithm);
   if (tokens.size() - i < 3) {
     return absl::InvalidArgumentError(std::string(info->name) +
@@ -238,7 +237,7 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
   absl::StatusOr<int64_t> count = ParseCount(tokens[i + 1], "limit");
   if (!count.ok()) return count.status();
   limit.limit = *count;
-  absl::StatusOr<int64_t> window = ParseDurationMs(tokens[i + 2]);
+  absl::StatusOr<int64_t> window = ParseDurationMs(tokens[i + 2], bare);
   if (!window.ok()) return window.status();
   limit.window_ms = *window;
   i += 3;
@@ -266,7 +265,7 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
       if (!value.ok()) return value.status();
       limit.burst = *value;
     } else {
-      absl::StatusOr<int64_t> value = ParseDurationMs(tokens[i + 1]);
+      absl::StatusOr<int64_t> value = ParseDuration(tokens[i + 1], "BLOCK", bare);
       if (!value.ok()) return value.status();
       limit.block_ms = *value;
     }
@@ -277,7 +276,7 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
 }
 
 absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* pos,
-                             absl::Span<Limit> out, size_t* count) {
+                             absl::Span<Limit> out, size_t* count, BareDuration bare) {
   size_t n = 0;
   size_t i = *pos;
   // The first token must be a limit; after that, the first non-algorithm token ends the list.
@@ -286,7 +285,7 @@ absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* 
       return absl::InvalidArgumentError("too many limits (at most " +
                                         std::to_string(kMaxLimitsPerCheck) + " per check)");
     }
-    absl::StatusOr<Limit> limit = ParseLimit(tokens, &i);
+    absl::StatusOr<Limit> limit = ParseLimit(tokens, &i, bare);
     if (!limit.ok()) return limit.status();
     out[n++] = *limit;
   } while (i < tokens.size() && ParseAlgorithm(tokens[i]).has_value());
@@ -298,10 +297,11 @@ absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* 
 }
 
 absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
-                                               size_t* pos) {
+                                               size_t* pos, BareDuration bare) {
   std::array<Limit, kMaxLimitsPerCheck> buf;
   size_t n = 0;
-  if (absl::Status status = ParseLimitsInto(tokens, pos, absl::MakeSpan(buf), &n); !status.ok()) {
+  if (absl::Status status = ParseLimitsInto(tokens, pos, absl::MakeSpan(buf), &n, bare);
+      !status.ok()) {
     return status;
   }
   return std::vector<Limit>(buf.begin(), buf.begin() + n);
@@ -333,13 +333,13 @@ std::string FormatLimit(const Limit& limit) {
   return out;
 }
 
-absl::StatusOr<Policy> ParsePolicy(std::string_view name,
-                                   absl::Span<const std::string_view> tokens) {
+absl::StatusOr<Policy> ParsePolicy(std::string_view name, absl::Span<const std::string_view> tokens,
+                                   BareDuration bare) {
   if (absl::Status status = ValidatePolicyName(name); !status.ok()) return status;
   Policy policy;
   policy.name = std::string(name);
   size_t pos = 0;
-  absl::StatusOr<std::vector<Limit>> limits = ParseLimits(tokens, &pos);
+  absl::StatusOr<std::vector<Limit>> limits = ParseLimits(tokens, &pos, bare);
   if (!limits.ok()) return limits.status();
   policy.limits = *std::move(limits);
 
@@ -369,9 +369,10 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view name,
   return policy;
 }
 
-absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec) {
+absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec,
+                                   BareDuration bare) {
   const std::vector<std::string_view> tokens = SplitSpec(spec);
-  return ParsePolicy(name, absl::MakeConstSpan(tokens));
+  return ParsePolicy(name, absl::MakeConstSpan(tokens), bare);
 }
 
 std::string FormatPolicy(const Policy& policy) {

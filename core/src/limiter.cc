@@ -646,6 +646,7 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   } else {
     Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
   }
+  if constexpr (kOp != Op::kCheck) internal::MarkLeases(limits, *out);
   return out;
 }
 
@@ -691,6 +692,7 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.overflows += sh.overflows;
     stats.blocks += sh.blocks.size();
     stats.lease_sets += sh.leases.size();
+    stats.max_keys += bounds_[i].max_keys;  // fixed at construction
   }
   stats.memory_bytes += (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
                         sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));

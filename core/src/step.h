@@ -119,6 +119,14 @@ inline void ApplyBlock(LimitResult& r, int64_t until, int64_t now) {
   r.reset_after_ms = std::max(r.reset_after_ms, left);
 }
 
+// Sets Decision::leases from the limits checked. Only acquires and peeks need it (a check refuses
+// CONCURRENCY limits), which keeps it off the check's path.
+inline void MarkLeases(absl::Span<const Limit> limits, Decision& d) {
+  for (size_t i = 0; i < limits.size() && i < kMaxLimitsPerCheck; ++i) {
+    if (limits[i].algorithm == Algorithm::kConcurrency) d.leases |= static_cast<uint8_t>(1u << i);
+  }
+}
+
 // Fills the decision's summary from d.limits[0..n): when denied, the binding limit is the
 // denying one with the longest wait (never wins); when allowed, the one with the least remaining,
 // and the wait is the slowest shaping (leaky bucket) delay.

@@ -1,5 +1,5 @@
 // Tests for HeaderValues (rl/headers.h): exact header text for allowed, denied, "never" and
-// multi-limit decisions, rounding up, quoting, and hostile values.
+// multi-limit decisions, rounding up, quoting, hostile values, and a CONCURRENCY limit's entry.
 #include "rl/headers.h"
 
 #include <cstdint>
@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rl/key_state.h"
+#include "rl/limiter.h"
 
 namespace rl {
 namespace {
@@ -218,6 +220,43 @@ TEST(HeadersTest, HostileValuesStayInRange) {
             std::to_string(std::numeric_limits<int64_t>::max() / 1000 + 1));
   EXPECT_EQ(*Find(HeaderValues(d, "p", -kWallNowMs * 1000), "X-RateLimit-Remaining"),
             std::to_string(std::numeric_limits<int64_t>::max()));
+}
+
+// A CONCURRENCY limit has no window: its window_ms is a lease's ttl, so its RateLimit-Policy
+// entry carries no w (it said w=60, the default ttl). The same from Limiter and from KeyState
+// (rl.so), for acquires and peeks; its rate limit keeps its w.
+TEST(HeadersTest, ConcurrencyEntryHasNoWindow) {
+  absl::StatusOr<Policy> policy =
+      ParsePolicy("exports", std::string_view("CONCURRENCY 3 FIXED_WINDOW 20 1h"));
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const std::string want = "\"exports-1m\";q=3, \"exports-1h\";q=20;w=3600";
+  Limiter limiter;
+  absl::StatusOr<Lease> lease = limiter.Acquire(*policy, "k");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(*Find(HeaderValues(lease->decision(), policy->name, kWallNowMs), "RateLimit-Policy"),
+            want);
+  absl::StatusOr<Decision> peek = limiter.Peek(*policy, "k");
+  ASSERT_TRUE(peek.ok()) << peek.status();
+  EXPECT_EQ(*Find(HeaderValues(*peek, policy->name, kWallNowMs), "RateLimit-Policy"), want);
+
+  KeyState state;
+  std::string id;
+  bool changed = false;
+  absl::StatusOr<Decision> d =
+      state.Acquire(policy->name, "k", policy->limits, 1, kWallNowMs, &id, &changed);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*Find(HeaderValues(*d, policy->name, kWallNowMs), "RateLimit-Policy"), want);
+  d = state.Peek(policy->name, policy->limits, 1, kWallNowMs);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*Find(HeaderValues(*d, policy->name, kWallNowMs), "RateLimit-Policy"), want);
+
+  // Alone, with a ttl of its own.
+  policy = ParsePolicy("one", std::string_view("CONCURRENCY 2 LEASE 5m"));
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  lease = limiter.Acquire(*policy, "k");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(*Find(HeaderValues(lease->decision(), policy->name, kWallNowMs), "RateLimit-Policy"),
+            "\"one\";q=2");
 }
 
 }  // namespace

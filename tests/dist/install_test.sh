@@ -34,6 +34,14 @@ if command -v help2man >/dev/null; then
   for word in "--snapshot" "--config" "SIGHUP" "/var/lib/rl/state.rlsnap"; do
     grep -q -- "$word" <<<"$rendered" || fail "man page lacks $word"
   done
+  # --help's "Options:" is a section of its own, not the last word of the description.
+  grep -qx "OPTIONS" <<<"$rendered" || fail "man page has no OPTIONS section"
+  grep -q "Options:" <<<"$rendered" && fail "man page runs 'Options:' into a paragraph"
+  # Every exit code rl-server uses, 2 (a command line it cannot parse) included.
+  codes=$(sed -n '/^EXIT STATUS/,/^[A-Z]/p' <<<"$rendered")
+  for code in 0 1 2; do
+    grep -qE "^ +$code\b" <<<"$codes" || fail "man page's EXIT STATUS lacks $code: $codes"
+  done
 else
   echo "help2man not installed: man page not checked"
 fi
@@ -47,8 +55,9 @@ for line in StateDirectory=rl DynamicUser=yes NoNewPrivileges=yes ProtectSystem=
 done
 if command -v systemd-analyze >/dev/null; then
   # verify prints warnings (unknown keys, a missing binary or man page) without failing on all
-  # of them, so any output counts as a failure. MANPATH lets it find the man page it links.
-  out=$(cd "$prefix" && MANPATH="$prefix/share/man:" systemd-analyze verify "$unit" 2>&1) ||
+  # of them, so any output counts as a failure. No MANPATH: the unit must name its man page so
+  # that it is found from this prefix as it is (an operator's shell sets none either).
+  out=$(cd "$prefix" && env -u MANPATH systemd-analyze verify "$unit" 2>&1) ||
     fail "systemd-analyze verify: $out"
   [ -z "$out" ] || fail "systemd-analyze verify warned: $out"
   # Exposure 0 (locked down) .. 10 (unprotected); systemd calls <= 2 "OK". --threshold counts in

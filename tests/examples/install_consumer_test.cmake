@@ -3,12 +3,14 @@
 # MODE=package (default): installs the already built rl into a fresh temporary prefix, then
 #   configures, builds and runs the consumer against it with find_package(rl).
 # MODE=pkgconfig: installs likewise, then compiles the consumer's main.cc with nothing but the
-#   compiler and `pkg-config --cflags --libs rl` (PKG_CONFIG_PATH pointing into the prefix).
+#   compiler and `pkg-config --cflags --libs <PC_MODULE>` (PKG_CONFIG_PATH pointing into the
+#   prefix; PC_MODULE is rl for rl::core, rl-client for rl::client).
 # MODE=subdirectory: builds the consumer with rl's source tree added by add_subdirectory.
 # Inputs: -DRL_BINARY_DIR=<rl build dir> -DCONSUMER_SOURCE_DIR=<consumer dir> -DWORK_DIR=<scratch>
 #         -DGENERATOR=<generator> -DBUILD_TYPE=<config> [-DMODE=...] [-DRL_SOURCE_DIR=<rl tree>]
 #         [-DCONSUMER=<target and expected "<target> ok" line; default consumer>]
 #         [-DCXX=<compiler, for pkgconfig>] [-DLAUNCHER=<compiler launcher such as ccache>]
+#         [-DPC_MODULE=<pkg-config module, for pkgconfig; default rl>]
 foreach(var RL_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR BUILD_TYPE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_consumer_test: ${var} is not set")
@@ -17,6 +19,9 @@ endforeach()
 
 if(NOT DEFINED CONSUMER)
   set(CONSUMER consumer)
+endif()
+if(NOT DEFINED PC_MODULE)
+  set(PC_MODULE rl)
 endif()
 string(REPLACE "_" " " expected_line "${CONSUMER} ok")
 set(launcher "")
@@ -44,7 +49,7 @@ else()
   run("install" ${CMAKE_COMMAND} --install ${RL_BINARY_DIR} --prefix ${prefix}
       --config ${BUILD_TYPE})
   foreach(expected include/rl/limiter.h include/rl/headers.h include/rl/rate_limiter.h
-                   lib/cmake/rl/rlConfig.cmake lib/pkgconfig/rl.pc)
+                   lib/cmake/rl/rlConfig.cmake lib/pkgconfig/rl.pc lib/pkgconfig/${PC_MODULE}.pc)
     if(NOT EXISTS ${prefix}/${expected})
       message(FATAL_ERROR "install did not create ${expected}")
     endif()
@@ -54,7 +59,7 @@ if(MODE STREQUAL "pkgconfig")
   # What a Makefile user types; the standard is the one rl.pc's description names.
   find_program(PKG_CONFIG pkg-config REQUIRED)
   set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig)
-  run("pkg-config" ${PKG_CONFIG} --cflags --libs rl)
+  run("pkg-config" ${PKG_CONFIG} --cflags --libs ${PC_MODULE})
   string(STRIP "${last_output}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
   file(MAKE_DIRECTORY ${WORK_DIR}/build)

@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
 
+#include "rl/limit.h"
 #include "server_state.h"
 
 namespace rl::server {
@@ -181,6 +183,36 @@ TEST(ConfigTest, PasswordComparison) {
   EXPECT_FALSE(PasswordMatches("s3crets", "s3cret"));
   EXPECT_FALSE(PasswordMatches("", "s3cret"));
   EXPECT_FALSE(PasswordMatches("", "")) << "no password configured never matches";
+}
+
+// config/rl.toml as shipped: it loads, every policy in it parses, and the `<limit> :=` grammar in
+// its comment names every algorithm and option the parser takes (CONCURRENCY, BLOCK and LEASE
+// were missing).
+TEST(ConfigTest, ShippedConfigLoadsAndItsGrammarIsComplete) {
+  const std::string path = RL_SOURCE_DIR "/config/rl.toml";
+  ServerConfig c;
+  absl::Status loaded = LoadConfigFile(path, {}, &c);
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  EXPECT_FALSE(c.policies.empty());
+  for (const auto& [name, spec] : c.policies) {
+    EXPECT_TRUE(rl::ParsePolicy(name, spec).ok()) << name << " = " << spec;
+  }
+  std::ifstream in(path);
+  std::string line, grammar;
+  bool in_grammar = false;
+  while (std::getline(in, line)) {
+    if (line.find("<limit> :=") != std::string::npos) in_grammar = true;
+    if (in_grammar && (line.rfind("#", 0) != 0 || line.find(":=") == std::string::npos) &&
+        line.find("| ") == std::string::npos) {
+      break;
+    }
+    if (in_grammar) grammar += line + "\n";
+  }
+  ASSERT_FALSE(grammar.empty()) << "no <limit> := grammar in " << path;
+  for (const char* word : {"TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW",
+                           "LEAKY_BUCKET", "CONCURRENCY", "BURST", "BLOCK", "LEASE"}) {
+    EXPECT_NE(grammar.find(word), std::string::npos) << word << " missing from\n" << grammar;
+  }
 }
 
 }  // namespace

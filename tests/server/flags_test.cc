@@ -97,6 +97,25 @@ TEST(FlagsTest, MaxKeysMinusOneWasAcceptedAndWrapped) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// INFO's max_keys is the bound in force, not the setting as typed: without --max-keys the
+// engine's default (2^24), and with --max-memory what those bytes allow (64 B per key).
+TEST(FlagsTest, InfoShowsTheKeyBoundInForce) {
+  {
+    ServerProcess server({"--threads", "1"});
+    ASSERT_GT(server.port(), 0);
+    RespClient c(server.port());
+    const std::string info = c.Call({"INFO", "memory"}).str;
+    EXPECT_NE(info.find("max_keys:16777216\r\n"), std::string::npos) << info;
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+  ServerProcess server({"--threads", "1", "--max-memory", "64mb"});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  const std::string info = c.Call({"INFO", "memory"}).str;
+  EXPECT_NE(info.find("max_keys:1048576\r\n"), std::string::npos) << info;
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 TEST(FlagsTest, UnknownFlagIsAUsageError) {
   std::string out;
   EXPECT_EQ(RunServer("--port 0 --no-such-flag", &out), 2);

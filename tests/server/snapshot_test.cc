@@ -310,8 +310,19 @@ TEST_F(SnapshotTest, ReadersNeverSeeAHalfWrittenFileAndStaleTempFilesAreHarmless
   EXPECT_GT(complete, 5);
   EXPECT_GT(std::stoll(InfoField(c, "snapshot_saves")), 5);
   EXPECT_EQ(InfoField(c, "snapshot_save_errors"), "0");
-  // Idle (INFO and PING change nothing): no more writes.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Idle (INFO and PING change nothing): no more writes. First wait for the save in flight, if
+  // any, and the one still due for the last changes (a busy machine can make them late): from an
+  // INFO that shows neither, nothing is left to save.
+  const auto settle = Clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    const std::string info = c.Call({"INFO", "persistence"}).str;
+    if (info.find("snapshot_in_progress:0\r\n") != std::string::npos &&
+        info.find("snapshot_changes_since_last_save:0\r\n") != std::string::npos) {
+      break;
+    }
+    ASSERT_LT(Clock::now(), settle) << "saves never caught up:\n" << info;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::string saves = InfoField(c, "snapshot_saves");
   for (int i = 0; i < 10; ++i) {
     c.Call({"PING"});

@@ -88,6 +88,9 @@ struct Decision {
   // shadow mode (nothing was consumed; retry_after_ms is 0; the other fields are the denial's).
   bool shadow_denied = false;
   DecidedBy decided_by = DecidedBy::kLimiter;
+  // Bit i set: limits[i] is a CONCURRENCY limit, whose window_ms is each lease's ttl rather than
+  // a window (so its RateLimit-Policy entry has no w). Set by acquires and peeks.
+  uint8_t leases = 0;
   LimitResults limits;
 };
 

@@ -61,24 +61,39 @@ inline constexpr int64_t kMaxConcurrency = 10000;
 // A lease's ttl when CONCURRENCY is written without LEASE.
 inline constexpr int64_t kDefaultLeaseMs = 60 * 1000;
 
-// Parses a duration with a unit: "250ms", "1s", "60s", "1m", "1h", "1d"; a bare integer means
-// milliseconds. Must be in [1, kMaxWindowMs]. Error messages are fit for a RESP "-ERR " reply.
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
+// What a bare number (a duration without a unit) means.
+enum class BareDuration : uint8_t {
+  // Refused with the fix in the message ("window '60' needs a unit: 60s, 1m, 250ms"): what people
+  // type. Coming from Lua scripts and redis-cell they mean seconds; earlier versions read
+  // milliseconds, so no guess is safe.
+  kRefused = 0,
+  // Milliseconds, as earlier versions read it: only for text they persisted or replicated (an
+  // RDB, an AOF, a primary not yet upgraded), so that it keeps its meaning.
+  kMilliseconds = 1,
+};
+
+// Parses a duration with a unit: "250ms", "1s", "60s", "1m", "1h", "1d". Must be in
+// [1, kMaxWindowMs]. Error messages are fit for a RESP "-ERR " reply.
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text,
+                                        BareDuration bare = BareDuration::kRefused);
 // Shortest exact rendering: 60000 -> "1m", 1500 -> "1500ms".
 std::string FormatDuration(int64_t ms);
 
 // Parses one "<ALGORITHM> limit window [BURST n] [BLOCK duration]" (or "CONCURRENCY n
 // [LEASE ttl]") starting at tokens[*pos] and advances *pos past it. Fails when tokens[*pos] is
-// not an algorithm name or the numbers are invalid.
-absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos);
+// not an algorithm name or the numbers are invalid. `bare`: what a duration without a unit means.
+absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size_t* pos,
+                                 BareDuration bare = BareDuration::kRefused);
 // Parses consecutive limits from tokens[*pos] until a token that is not an algorithm name (so a
 // caller can go on with its own keywords such as COST). At least one, at most kMaxLimitsPerCheck.
 absl::StatusOr<std::vector<Limit>> ParseLimits(absl::Span<const std::string_view> tokens,
-                                               size_t* pos);
+                                               size_t* pos,
+                                               BareDuration bare = BareDuration::kRefused);
 // The same loop into caller-provided room (no allocation; what a server does per request):
 // fills out[0..*count) and validates them together (ValidateLimits).
 absl::Status ParseLimitsInto(absl::Span<const std::string_view> tokens, size_t* pos,
-                             absl::Span<Limit> out, size_t* count);
+                             absl::Span<Limit> out, size_t* count,
+                             BareDuration bare = BareDuration::kRefused);
 // Canonical spec text, e.g. "TOKEN_BUCKET 100 1m BURST 20 BLOCK 1h", "CONCURRENCY 3 LEASE 5m".
 std::string FormatLimit(const Limit& limit);
 
@@ -95,11 +110,13 @@ struct Policy {
 };
 
 // Parses "<limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]" (keywords case-insensitive, any order after
-// the limits). The name must be 1..128 printable characters without spaces.
-absl::StatusOr<Policy> ParsePolicy(std::string_view name,
-                                   absl::Span<const std::string_view> tokens);
+// the limits). The name must be 1..128 printable characters without spaces. BareDuration::
+// kMilliseconds is for reading text that earlier versions stored or replicated, nothing else.
+absl::StatusOr<Policy> ParsePolicy(std::string_view name, absl::Span<const std::string_view> tokens,
+                                   BareDuration bare = BareDuration::kRefused);
 // Same, from one whitespace-separated string (config files).
-absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec);
+absl::StatusOr<Policy> ParsePolicy(std::string_view name, std::string_view spec,
+                                   BareDuration bare = BareDuration::kRefused);
 // Canonical spec text of the limits and flags (without the name); ParsePolicy round-trips it.
 std::string FormatPolicy(const Policy& policy);
 

@@ -48,6 +48,9 @@ struct LimiterStats {
   uint64_t overflows = 0;     // checks whose new state was not stored (LimiterOptions::overflow)
   uint64_t blocks = 0;        // running penalty blocks (counted in `keys` too)
   uint64_t lease_sets = 0;    // CONCURRENCY limits holding leases (counted in `keys` too)
+  // The bound on `keys` in force: LimiterOptions::max_keys, or its default when that is 0, or
+  // less when max_memory_bytes allows less (the shards' bounds added up).
+  uint64_t max_keys = 0;
 };
 
 class Limiter final : public LeaseIssuer {

@@ -124,11 +124,13 @@ void RunThrottle(Engine& engine, Sink& w, Args args) {
   WriteThrottle(w, *d, t);
 }
 
-// RL.POLICY SET name <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]
+// RL.POLICY SET name <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]. `bare`: kMilliseconds only for
+// a definition an earlier version replicated or logged (rl.so's replication stream and AOF).
 template <class Registry, class Sink>
-void RunPolicySet(Registry& registry, Sink& w, Args args) {
+void RunPolicySet(Registry& registry, Sink& w, Args args,
+                  BareDuration bare = BareDuration::kRefused) {
   if (args.size() < 4) return WriteError(w, SyntaxError());
-  absl::StatusOr<Policy> policy = ParsePolicy(args[2], args.subspan(3));
+  absl::StatusOr<Policy> policy = ParsePolicy(args[2], args.subspan(3), bare);
   if (!policy.ok()) return WriteError(w, policy.status());
   if (absl::Status s = registry.Set(*std::move(policy)); !s.ok()) return WriteError(w, s);
   w.SimpleString("OK");
