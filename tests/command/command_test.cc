@@ -148,7 +148,7 @@ TEST_F(CommandTest, RefundAndChargeErrorsChangeNothing) {
   EXPECT_EQ(Run({"RL.REFUND", "k", "LEAKY_BUCKET", "5", "1s", "COST", "1"}).substr(0, 34),
             "-ERR LEAKY_BUCKET cannot refund: i");
   EXPECT_EQ(Run({"RL.REFUND", "k", "CONCURRENCY", "5", "COST", "1"}),
-            "-ERR CONCURRENCY takes no REFUND: end a lease with RL.RELEASE\r\n");
+            "-ERR CONCURRENCY takes no REFUND: end a lease with Release (RL.RELEASE)\r\n");
   EXPECT_EQ(Run({"RL.PEEK", "k", "GCRA", "5", "1s", "COST", "0"}), before);
 }
 
@@ -187,11 +187,13 @@ TEST_F(CommandTest, AcquireRepliesWithALeaseIdOrNil) {
                              "COST", "2", "HEADERS"});
   EXPECT_EQ(h.substr(0, 8), "*7\r\n:1\r\n");
   EXPECT_EQ(h.substr(h.size() - 47, 5), "$40\r\n") << h;
-  EXPECT_EQ(Run({"RL.ACQUIRE", "job", "FIXED_WINDOW", "20", "1h"}),
-            "-ERR RL.ACQUIRE needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)\r\n");
-  EXPECT_EQ(Run({"RL.CHECK", "job", "CONCURRENCY", "1"}),
-            "-ERR a CONCURRENCY limit holds leases: take one with RL.ACQUIRE and end it with "
-            "RL.RELEASE\r\n");
+  EXPECT_EQ(
+      Run({"RL.ACQUIRE", "job", "FIXED_WINDOW", "20", "1h"}),
+      "-ERR Acquire (RL.ACQUIRE) needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)\r\n");
+  EXPECT_EQ(
+      Run({"RL.CHECK", "job", "CONCURRENCY", "1"}),
+      "-ERR a CONCURRENCY limit holds leases: take one with Acquire (RL.ACQUIRE) and end it with "
+      "Release (RL.RELEASE)\r\n");
   EXPECT_EQ(Run({"RL.PEEK", "job", "CONCURRENCY", "1"}).substr(0, 8), "*5\r\n:0\r\n");
 }
 
