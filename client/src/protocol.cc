@@ -61,9 +61,15 @@ absl::Status ValidateRequest(std::string_view verb, PolicyMode mode, const Polic
     if (op.has_value()) return ValidateOperation(*op, policy.limits, cost != nullptr ? *cost : 0);
     return ValidateLimits(policy.limits);
   }
-  if (cost != nullptr && *cost < 0) return absl::InvalidArgumentError("cost must not be negative");
-  if (!policy.limits.empty()) return ValidateLimits(policy.limits);
-  return absl::OkStatus();
+  if (!policy.limits.empty()) {
+    if (absl::Status s = ValidateLimits(policy.limits); !s.ok()) return s;
+  }
+  if (!op.has_value() || cost == nullptr) return absl::OkStatus();
+  // The cost (a refund's or charge's amount) as the server will judge it, whatever its
+  // definition: the operation's own validator over a stand-in limit it accepts gives its text.
+  const Limit stand_in = *op == Operation::kAcquire ? Limit{Algorithm::kConcurrency, 1, 1000}
+                                                    : Limit{Algorithm::kFixedWindow, 1, 1000};
+  return ValidateOperation(*op, absl::MakeConstSpan(&stand_in, 1), *cost);
 }
 
 // Whether the reply must list every limit (LIMITS) for the Decision to be the local one: the five

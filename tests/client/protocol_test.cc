@@ -358,6 +358,18 @@ TEST(ProtocolTest, ErrorsAreTheLocalLimitersTexts) {
             local.Acquire(api, "k").status());
   EXPECT_EQ(AppendPolicyCommand("RL.CHARGE", PolicyMode::kInline, exports, "k", &one, &out),
             local.Charge(exports, "k", 1).status());
+  // Server-policy mode: the server's definition decides the limits, but a bad cost or amount is
+  // the same mistake with the same text.
+  const int64_t negative = -1;
+  const int64_t too_much = (int64_t{1} << 40) + 1;
+  EXPECT_EQ(AppendPolicyCommand("RL.CHECK", PolicyMode::kServerPolicy, api, "k", &negative, &out),
+            local.Check(api, "k", -1).status());
+  EXPECT_EQ(AppendPolicyCommand("RL.REFUND", PolicyMode::kServerPolicy, api, "k", &negative, &out),
+            local.Refund(api, "k", -1).status());
+  EXPECT_EQ(AppendPolicyCommand("RL.CHARGE", PolicyMode::kServerPolicy, api, "k", &too_much, &out),
+            local.Charge(api, "k", too_much).status());
+  EXPECT_EQ(AppendPolicyCommand("RL.ACQUIRE", PolicyMode::kServerPolicy, api, "k", &negative, &out),
+            local.Acquire(exports, "k", -1).status());
   // C++ callers are told the C++ calls (and the commands, for the same mistake sent over RESP).
   EXPECT_NE(local.Check(exports, "k").status().message().find("Acquire"), std::string::npos);
   EXPECT_EQ(out, "");
