@@ -2,11 +2,15 @@
 #include "protocol.h"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "resp/writer.h"
+#include "rl/validate.h"
 
 namespace rl::client_internal {
 namespace {
@@ -33,17 +37,89 @@ absl::StatusOr<std::string> LeaseId(const resp::Value& v) {
   return v.text;
 }
 
+// The operation a verb performs, for its validator; nullopt for RL.RESET (limits only).
+std::optional<Operation> OperationOf(std::string_view verb) {
+  if (verb == "RL.CHECK") return Operation::kCheck;
+  if (verb == "RL.PEEK") return Operation::kPeek;
+  if (verb == "RL.ACQUIRE") return Operation::kAcquire;
+  if (verb == "RL.REFUND") return Operation::kRefund;
+  if (verb == "RL.CHARGE") return Operation::kCharge;
+  return std::nullopt;
+}
+
+// A request the server would refuse, refused here with the server's (and the local Limiter's)
+// text before anything is sent: so a mistake is the same error whichever limiter is called, and
+// stays an error while the server is unreachable instead of becoming a FailureMode decision.
+// kServerPolicy: the server's definition decides; the caller's limits, when it gives some (for
+// the fallback), must still be valid.
+absl::Status ValidateRequest(std::string_view verb, PolicyMode mode, const Policy& policy,
+                             const int64_t* cost) {
+  if (absl::Status s = ValidatePolicyName(policy.name); !s.ok()) return s;
+  const std::optional<Operation> op = OperationOf(verb);
+  if (mode == PolicyMode::kInline) {
+    if (policy.limits.empty()) return absl::InvalidArgumentError("policy has no limits");
+    if (op.has_value()) return ValidateOperation(*op, policy.limits, cost != nullptr ? *cost : 0);
+    return ValidateLimits(policy.limits);
+  }
+  if (!policy.limits.empty()) {
+    if (absl::Status s = ValidateLimits(policy.limits); !s.ok()) return s;
+  }
+  if (!op.has_value() || cost == nullptr) return absl::OkStatus();
+  // The cost (a refund's or charge's amount) as the server will judge it, whatever its
+  // definition: the operation's own validator over a stand-in limit it accepts gives its text.
+  const Limit stand_in = *op == Operation::kAcquire ? Limit{Algorithm::kConcurrency, 1, 1000}
+                                                    : Limit{Algorithm::kFixedWindow, 1, 1000};
+  return ValidateOperation(*op, absl::MakeConstSpan(&stand_in, 1), *cost);
+}
+
+// Whether the reply must list every limit (LIMITS) for the Decision to be the local one: the five
+// fields describe only the binding limit, which is all of it for an inline one-limit policy (its
+// window is the caller's), but not for several limits or a definition only the server knows.
+bool NeedsLimits(std::string_view verb, PolicyMode mode, const Policy& policy) {
+  if (!OperationOf(verb).has_value()) return false;
+  return mode == PolicyMode::kServerPolicy || policy.limits.size() > 1;
+}
+
+// Every limit's result from a reply's LIMITS entries into `decision` (count, binding, limits).
+// Each entry is a map (RESP3) of integer fields; `name` is not needed (HeaderValues rebuilds it
+// from the policy name and the windows, as the server did).
+absl::Status ReadLimits(const resp::Value& entries, Decision* decision) {
+  using Type = resp::Value::Type;
+  if (entries.type != Type::kArray || entries.elements.empty() ||
+      entries.elements.size() > decision->limits.size()) {
+    return absl::InternalError("RL.CHECK reply: a bad 'limits' field");
+  }
+  static constexpr std::array<std::string_view, 7> kFields = {
+      "allowed", "limit", "window_ms", "remaining", "retry_after_ms", "reset_after_ms", "binding"};
+  size_t binding = 0;
+  for (size_t i = 0; i < entries.elements.size(); ++i) {
+    const resp::Value& entry = entries.elements[i];
+    std::array<int64_t, kFields.size()> v{};
+    for (size_t f = 0; f < kFields.size(); ++f) {
+      const resp::Value* field = entry.type == Type::kMap ? entry.Find(kFields[f]) : nullptr;
+      if (!IsInteger(field)) {
+        return absl::InternalError(
+            absl::StrCat("RL.CHECK reply: a limit without '", std::string(kFields[f]), "'"));
+      }
+      v[f] = field->integer;
+    }
+    decision->limits[i] = LimitResult{v[0] != 0, v[1], v[2], v[3], v[4], v[5]};
+    if (v[6] != 0) binding = i;
+  }
+  decision->count = static_cast<uint8_t>(entries.elements.size());
+  decision->binding = static_cast<uint8_t>(binding);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
                                  std::string_view key, const int64_t* cost, std::string* out) {
-  if (cost != nullptr && *cost < 0) return absl::InvalidArgumentError("cost must be >= 0");
-  if (absl::Status s = ValidatePolicyName(policy.name); !s.ok()) return s;
+  if (absl::Status s = ValidateRequest(verb, mode, policy, cost); !s.ok()) return s;
   // Limit specs are printed canonically and split into tokens; the views point into `specs`.
   std::vector<std::string> specs;
   std::vector<std::string_view> args{verb, key, "POLICY", policy.name};
   if (mode == PolicyMode::kInline) {
-    if (policy.limits.empty()) return absl::InvalidArgumentError("policy has no limits");
     specs.reserve(policy.limits.size());
     for (const Limit& limit : policy.limits) {
       specs.push_back(FormatLimit(limit));
@@ -55,6 +131,7 @@ absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const P
     args.push_back("COST");
     args.push_back(cost_text);
   }
+  if (NeedsLimits(verb, mode, policy)) args.push_back("LIMITS");
   resp::Writer(out).Command(args);
   return absl::OkStatus();
 }
@@ -82,10 +159,13 @@ absl::Status CheckHelloReply(const resp::Value& reply) {
 }
 
 absl::Status ErrorStatus(const resp::Value& reply) {
-  const std::string& text = reply.text;
-  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS")) {
+  absl::string_view text = reply.text;
+  if (absl::StartsWith(text, "NOAUTH") || absl::StartsWith(text, "WRONGPASS")) {
     return absl::PermissionDeniedError(text);
   }
+  // "ERR " is the protocol's generic code, not part of the message: without it the text is the
+  // one the in-process Limiter gives for the same mistake.
+  absl::ConsumePrefix(&text, "ERR ");
   return absl::InvalidArgumentError(text);
 }
 
@@ -125,6 +205,11 @@ absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& poli
   decision.reset_after_ms = v[4];
   decision.shadow_denied = shadow_denied;
   decision.decided_by = DecidedBy::kLimiter;
+  if (const resp::Value* limits = reply.type == Type::kMap ? reply.Find("limits") : nullptr;
+      limits != nullptr) {
+    if (absl::Status s = ReadLimits(*limits, &decision); !s.ok()) return s;
+    return decision;
+  }
   LimitResult& binding = decision.limits[0];
   binding = LimitResult{decision.allowed, v[1], 0, v[2], v[3], v[4]};
   for (const Limit& limit : policy.limits) {

@@ -20,12 +20,16 @@ using PolicyMode = RemoteLimiterOptions::PolicyMode;
 
 // Appends `verb` (RL.CHECK, RL.PEEK, RL.RESET, RL.ACQUIRE, RL.REFUND, RL.CHARGE) for (policy,
 // key) to *out:
-//   kInline:       <verb> <key> POLICY <name> <limit>... [COST n]
-//   kServerPolicy: <verb> <key> POLICY <name> [COST n]
+//   kInline:       <verb> <key> POLICY <name> <limit>... [COST n] [LIMITS]
+//   kServerPolicy: <verb> <key> POLICY <name> [COST n] LIMITS
 // Both keep the state under the policy's name and the key, as `RL.CHECK key POLICY name` and the
 // in-process Limiter::Check(policy, key) do, so every path counts against one state. `cost` null
-// writes no COST (RL.RESET). Errors, with nothing appended, for a negative cost, an invalid
-// policy name, or an inline policy without limits.
+// writes no COST (RL.RESET). LIMITS (every limit's result in the reply) is asked for whenever the
+// five fields cannot say the whole Decision: several limits, or the server's definition (it needs
+// a server that knows LIMITS: an older one answers "syntax error"). Errors, with nothing appended,
+// for what the server would refuse, with the text rl::Limiter gives (rl::ValidateOperation): an
+// invalid policy name or limit, an inline policy without limits, a negative cost, a CONCURRENCY
+// limit in a check, an acquire without one.
 absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
                                  std::string_view key, const int64_t* cost, std::string* out);
 
@@ -37,12 +41,15 @@ void AppendHello(std::string_view password, std::string* out);
 absl::Status CheckHelloReply(const resp::Value& reply);
 
 // An error reply as the caller sees it: NOAUTH / WRONGPASS -> PermissionDenied (the server is
-// unusable to us), anything else -> InvalidArgument (the request was wrong).
+// unusable to us), anything else -> InvalidArgument (the request was wrong), without the
+// protocol's "ERR " code so the text is rl::Limiter's for the same mistake.
 absl::Status ErrorStatus(const resp::Value& reply);
 
 // The reply to RL.CHECK / RL.PEEK -> a Decision: a RESP3 map read by field names
-// (shadow_denied included), or RESP2's five integers. The reply names only the binding limit;
-// its window is looked up in `policy` for header values. Error replies -> ErrorStatus.
+// (shadow_denied included), or RESP2's five integers. With a `limits` field (LIMITS) every
+// limit's result is read, so the Decision (and its header values) is the one rl::Limiter would
+// give; without it the reply names only the binding limit, whose window is looked up in `policy`.
+// Error replies -> ErrorStatus.
 absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& policy);
 
 // RL.RELEASE <key> <lease_id>.

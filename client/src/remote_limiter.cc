@@ -546,10 +546,7 @@ absl::StatusOr<Decision> RemoteLimiter::Charge(const Policy& policy, std::string
 
 absl::StatusOr<Decision> RemoteLimiter::Settle(bool refund, const Policy& policy,
                                                std::string_view key, int64_t amount) {
-  if (amount < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(refund ? "refund" : "charge", " amount must be >= 0"));
-  }
+  // A negative or too large amount is refused by Encode, with rl::Limiter's text.
   std::vector<Job> jobs(1);
   if (absl::Status s =
           impl_->Encode(refund ? "RL.REFUND" : "RL.CHARGE", policy, key, &amount, &jobs[0]);

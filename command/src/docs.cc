@@ -85,7 +85,8 @@ std::vector<CommandDoc> MakeDocs() {
   std::vector<CommandDoc> rows;
   const std::vector<ArgDoc> check_args = {Arg("key", "key"), TargetDoc(),
                                           Arg("n", "integer", kArgOptional, "COST"),
-                                          Arg("headers", "pure-token", kArgOptional, "HEADERS")};
+                                          Arg("headers", "pure-token", kArgOptional, "HEADERS"),
+                                          Arg("limits", "pure-token", kArgOptional, "LIMITS")};
   rows.push_back(Row("rl.check", -4, kDocWrite | kDocFast,
                      "Checks and consumes: all limits allow or nothing is taken. Replies "
                      "allowed, limit, remaining, retry_after_ms, reset_after_ms.",
@@ -98,7 +99,8 @@ std::vector<CommandDoc> MakeDocs() {
                      {Arg("key", "key"), TargetDoc()}));
   const std::vector<ArgDoc> adjust_args = {Arg("key", "key"), TargetDoc(),
                                            Arg("n", "integer", 0, "COST"),
-                                           Arg("headers", "pure-token", kArgOptional, "HEADERS")};
+                                           Arg("headers", "pure-token", kArgOptional, "HEADERS"),
+                                           Arg("limits", "pure-token", kArgOptional, "LIMITS")};
   CommandDoc refund = Row("rl.refund", -4, kDocWrite | kDocFast,
                           "Gives back up to n to every limit (never above a fresh state). "
                           "Replies as RL.CHECK of cost 0 would right after.",
@@ -116,7 +118,8 @@ std::vector<CommandDoc> MakeDocs() {
           "Takes a lease of the CONCURRENCY limit when every limit allows (all or nothing). "
           "Replies as RL.CHECK plus the lease id, nil when none was taken.",
           {Arg("key", "key"), AcquireTargetDoc(), Arg("n", "integer", kArgOptional, "COST"),
-           Arg("headers", "pure-token", kArgOptional, "HEADERS")});
+           Arg("headers", "pure-token", kArgOptional, "HEADERS"),
+           Arg("limits", "pure-token", kArgOptional, "LIMITS")});
   acquire.since = "0.2.0";
   acquire.complexity = "O(L + N) for L limits and N leases held";
   rows.push_back(std::move(acquire));

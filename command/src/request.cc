@@ -82,6 +82,7 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
   const bool adjust = verb == Verb::kRefund || verb == Verb::kCharge;
   bool cost_seen = false;
   bool headers_seen = false;
+  bool limits_seen = false;
   while (pos < args.size()) {
     const std::string_view token = args[pos];
     if (options && EqualsIgnoreCase(token, "COST") && pos + 1 < args.size()) {
@@ -93,6 +94,10 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
     } else if (options && EqualsIgnoreCase(token, "HEADERS")) {
       if (headers_seen) return absl::InvalidArgumentError("HEADERS given more than once");
       r->headers = headers_seen = true;
+      ++pos;
+    } else if (options && EqualsIgnoreCase(token, "LIMITS")) {
+      if (limits_seen) return absl::InvalidArgumentError("LIMITS given more than once");
+      r->limits_detail = limits_seen = true;
       ++pos;
     } else {
       return SyntaxError();

@@ -57,10 +57,21 @@ void AppendSfString(std::string_view text, std::string* out) {
   out->push_back('"');
 }
 
-// The draft fields' identifier of limit `index`: the policy name, and for a multi-limit
-// decision the window appended ("api-1m") so each entry is distinct. When two limits of one
-// check share a window (different algorithms), their 1-based position follows ("api-1m-2").
-std::string EntryName(const Decision& decision, size_t index, std::string_view policy_name) {
+// Saturating add for the wall-clock reset, so a hostile or broken clock cannot overflow.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  if (b < 0 && a < std::numeric_limits<int64_t>::min() - b) {
+    return std::numeric_limits<int64_t>::min();
+  }
+  return a + b;
+}
+
+}  // namespace
+
+// Each entry's name is distinct within a decision, so a client can tell the limits apart.
+std::string HeaderEntryName(const Decision& decision, size_t index, std::string_view policy_name) {
   std::string name(policy_name.empty() ? kDefaultPolicyName : policy_name);
   if (decision.count <= 1) return name;
   const LimitResult& limit = decision.limits[index];
@@ -78,22 +89,19 @@ std::string EntryName(const Decision& decision, size_t index, std::string_view p
   return name;
 }
 
-// Saturating add for the wall-clock reset, so a hostile or broken clock cannot overflow.
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  if (b < 0 && a < std::numeric_limits<int64_t>::min() - b) {
-    return std::numeric_limits<int64_t>::min();
-  }
-  return a + b;
-}
-
-}  // namespace
-
 std::vector<HeaderField> HeaderValues(const Decision& decision, std::string_view policy_name,
                                       int64_t wall_now_ms) {
   std::vector<HeaderField> fields;
+  // A failure mode evaluated no limit: its zeros mean "unknown", and printed as
+  // X-RateLimit-Limit: 0 they would tell a client it has no allowance at all. Only when to ask
+  // again (fail-closed) is known.
+  if (decision.decided_by == DecidedBy::kFailOpen ||
+      decision.decided_by == DecidedBy::kFailClosed) {
+    if (!decision.allowed && decision.retry_after_ms > 0) {
+      fields.push_back({"Retry-After", std::to_string(CeilSeconds(decision.retry_after_ms))});
+    }
+    return fields;
+  }
   fields.reserve(6);
 
   const bool never = decision.retry_after_ms < 0;
@@ -111,7 +119,7 @@ std::vector<HeaderField> HeaderValues(const Decision& decision, std::string_view
     for (size_t i = 0; i < count; ++i) {
       const LimitResult& limit = decision.limits[i];
       if (i > 0) policy += ", ";
-      AppendSfString(EntryName(decision, i, policy_name), &policy);
+      AppendSfString(HeaderEntryName(decision, i, policy_name), &policy);
       policy += ";q=";
       policy += SfInteger(limit.limit);
       // A CONCURRENCY limit has no window (its window_ms is a lease's ttl): w is left out, as
@@ -129,7 +137,7 @@ std::vector<HeaderField> HeaderValues(const Decision& decision, std::string_view
   const size_t binding = decision.binding < count ? decision.binding : 0;
   std::string rate_limit;
   if (count > 0) {
-    AppendSfString(EntryName(decision, binding, policy_name), &rate_limit);
+    AppendSfString(HeaderEntryName(decision, binding, policy_name), &rate_limit);
   } else {
     AppendSfString(policy_name.empty() ? kDefaultPolicyName : policy_name, &rate_limit);
   }

@@ -78,18 +78,13 @@ bool AllDigits(std::string_view text) {
   return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-// Parses a count in [1, kMaxLimit]; `what` names it in the message ("limit", "burst").
+// Parses a count in [1, kMaxLimit]; `what` names it in the message ("limit", "burst"), the text
+// ValidateLimit gives for the same number built in code (one text per mistake).
 absl::StatusOr<int64_t> ParseCount(std::string_view text, std::string_view what) {
   int64_t value = 0;
-  if (!AllDigits(text)) {
-    return absl::InvalidArgumentError(std::string(what) + " must be a positive integer");
-  }
-  if (!ParseDigits(text, kMaxLimit, &value)) {
-    return absl::InvalidArgumentError(std::string(what) + " must be at most " +
+  if (!AllDigits(text) || !ParseDigits(text, kMaxLimit, &value) || value < 1) {
+    return absl::InvalidArgumentError(std::string(what) + " must be between 1 and " +
                                       std::to_string(kMaxLimit));
-  }
-  if (value < 1) {
-    return absl::InvalidArgumentError(std::string(what) + " must be a positive integer");
   }
   return value;
 }

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "rl/validate.h"
+
 namespace rl::internal {
 namespace {
 
@@ -19,7 +21,8 @@ absl::Status ValidateCheck(absl::Span<const Limit> limits, int64_t cost) {
   if (absl::Status s = ValidateLimits(limits); !s.ok()) return s;
   if (HasConcurrency(limits)) {
     return absl::InvalidArgumentError(
-        "a CONCURRENCY limit holds leases: take one with RL.ACQUIRE and end it with RL.RELEASE");
+        "a CONCURRENCY limit holds leases: take one with Acquire (RL.ACQUIRE) and end it with "
+        "Release (RL.RELEASE)");
   }
   if (cost < 0) return NegativeCost();
   return absl::OkStatus();
@@ -35,7 +38,7 @@ absl::Status ValidateAcquire(absl::Span<const Limit> limits, int64_t cost) {
   if (absl::Status s = ValidateLimits(limits); !s.ok()) return s;
   if (!HasConcurrency(limits)) {
     return absl::InvalidArgumentError(
-        "RL.ACQUIRE needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)");
+        "Acquire (RL.ACQUIRE) needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)");
   }
   if (cost < 0) return NegativeCost();
   return absl::OkStatus();
@@ -47,7 +50,7 @@ absl::Status ValidateAdjust(absl::Span<const Limit> limits, int64_t amount, Adju
   for (const Limit& limit : limits) {
     if (limit.algorithm == Algorithm::kConcurrency) {
       return absl::InvalidArgumentError(std::string("CONCURRENCY takes no ") + verb +
-                                        ": end a lease with RL.RELEASE");
+                                        ": end a lease with Release (RL.RELEASE)");
     }
     if (op == AdjustOp::kRefund && limit.algorithm == Algorithm::kLeakyBucket) {
       return absl::InvalidArgumentError(
@@ -63,3 +66,23 @@ absl::Status ValidateAdjust(absl::Span<const Limit> limits, int64_t amount, Adju
 }
 
 }  // namespace rl::internal
+
+namespace rl {
+
+absl::Status ValidateOperation(Operation op, absl::Span<const Limit> limits, int64_t cost) {
+  switch (op) {
+    case Operation::kCheck:
+      return internal::ValidateCheck(limits, cost);
+    case Operation::kPeek:
+      return internal::ValidatePeek(limits, cost);
+    case Operation::kAcquire:
+      return internal::ValidateAcquire(limits, cost);
+    case Operation::kRefund:
+      return internal::ValidateAdjust(limits, cost, internal::AdjustOp::kRefund);
+    case Operation::kCharge:
+      return internal::ValidateAdjust(limits, cost, internal::AdjustOp::kCharge);
+  }
+  return absl::InvalidArgumentError("unknown operation");
+}
+
+}  // namespace rl

@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
   }
   if (backend != "remote") fallback_instances = 0;  // nothing to fall back from
 
-  rl_http::OutageLog outage(nullptr, Log, fallback_instances);
+  // A cluster's outages are its nodes': one node down must not read as an outage per check.
+  rl_http::OutageLog outage(nullptr, Log, fallback_instances, !cluster.empty());
   std::unique_ptr<rl::Limiter> engine;
   std::unique_ptr<rl::RateLimiter> limiter;
   if (backend == "local") {

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -26,6 +27,7 @@
 
 #include "cluster_protocol.h"
 #include "http_client.h"
+#include "rate_limit_gate.h"
 #include "redis_harness.h"
 #include "rl/lease.h"
 #include "rl/limit.h"
@@ -731,7 +733,32 @@ TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
     EXPECT_EQ(r[1]->decided_by, DecidedBy::kLimiter) << "the live key's shard lost its replica";
     EXPECT_EQ(durable->Stats().unreplicated, 1u);
   }
+  // The HTTP example on the cluster, for its outage log: API keys whose limiter key lives on the
+  // victim and on another master.
+  const std::string example_log = ::testing::TempDir() + "rl_cluster_example.log";
+  rl_test::Subprocess example;
+  ASSERT_TRUE(example.Start({RL_HTTP_EXAMPLE_PATH, "--port", "0", "--limiter", "remote",
+                             "--cluster", Address(cluster_->node(0)), "--timeout-ms", "1000"},
+                            rl_test::SpawnOptions{.stderr_path = example_log}));
+  std::string ready;
+  ASSERT_TRUE(example.ReadLine(&ready, milliseconds(5000)));
+  const int example_port = std::atoi(ready.c_str() + ready.rfind(':', ready.find(" limiter=")) + 1);
+  ASSERT_GT(example_port, 0) << ready;
+  std::string dead_api_key;
+  std::string live_api_key;
+  for (int i = 0; dead_api_key.empty() || live_api_key.empty(); ++i) {
+    ASSERT_LT(i, 1000);
+    const std::string api_key = "api-key-" + std::to_string(i);
+    const int slot = client_internal::KeySlot(rl_http::ClientKey(api_key, "127.0.0.1"));
+    (cluster_->MasterOfSlot(slot) == victim ? dead_api_key : live_api_key) = api_key;
+  }
+  EXPECT_EQ(rl_test::HttpRequest(example_port, "GET", "/api/products", dead_api_key).status, 200);
   victim->Kill9();
+  // The flood: 100 checks of the dead master's key, each between two answered ones.
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(rl_test::HttpRequest(example_port, "GET", "/api/products", dead_api_key).status, 200);
+    rl_test::HttpRequest(example_port, "GET", "/api/products", live_api_key);
+  }
 
   auto expect_only_dead_keys_degraded = [&](const char* when) {
     const auto start = std::chrono::steady_clock::now();
@@ -772,6 +799,19 @@ TEST_F(ClusterLimiterTest, KilledMasterWithoutReplicaDecidesOnlyItsKeys) {
   expect_only_dead_keys_degraded("after the cluster marked it failed");
   EXPECT_EQ(with_fallback->Stats().fallback_allowed, 6u);
   EXPECT_EQ(with_fallback->Stats().failed_open + with_fallback->Stats().failed_closed, 0u);
+
+  // One line for the node's outage, not one per failed check (the victim stays down: no line
+  // for its end).
+  example.Kill();
+  std::ifstream log(example_log);
+  std::vector<std::string> outage_lines;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("rate limiter") != std::string::npos) outage_lines.push_back(line);
+  }
+  ASSERT_EQ(outage_lines.size(), 1u)
+      << outage_lines.size() << " lines, the last: " << outage_lines.back();
+  EXPECT_NE(outage_lines[0].find("node " + Address(*victim) + " unavailable"), std::string::npos)
+      << outage_lines[0];
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "rl/clock.h"
 #include "rl/limit.h"
+#include "rl/limiter.h"
 #include "rl/remote_limiter.h"
 #include "subprocess.h"
 
@@ -40,6 +41,32 @@ TEST(RemoteLimiterOfflineTest, RejectsBadOptions) {
   options.fallback.instances = 2;
   options.fallback.max_keys = 0;
   EXPECT_FALSE(RemoteLimiter::Create(options).ok());
+}
+
+// A mistake in the request is an error whether or not the server can be reached, with the text
+// the in-process Limiter gives: an invalid hand-built policy is never decided by its
+// FailureMode during an outage (nor counted as one).
+TEST(RemoteLimiterOfflineTest, InvalidRequestsAreErrorsEvenDuringAnOutage) {
+  auto limiter = RemoteLimiter::Create(UnreachableOptions());
+  ASSERT_TRUE(limiter.ok());
+  Limiter local;
+  Policy bad;
+  bad.name = "api";
+  bad.limits.push_back(Limit{Algorithm::kGcra, 0, 60'000});  // limit 0
+  bad.failure_mode = FailureMode::kFailOpen;
+  absl::StatusOr<Decision> d = (*limiter)->Check(bad, "k");
+  ASSERT_FALSE(d.ok()) << "decided by " << static_cast<int>(d->decided_by);
+  EXPECT_TRUE(absl::IsInvalidArgument(d.status()));
+  EXPECT_EQ(d.status(), local.Check(bad, "k").status());
+  EXPECT_EQ(d.status().message(), "limit must be between 1 and 1099511627776");
+
+  const Policy exports = *ParsePolicy("exports", std::string_view("CONCURRENCY 2 LEASE 1m"));
+  EXPECT_EQ((*limiter)->Check(exports, "k").status(), local.Check(exports, "k").status());
+  const Policy api = *ParsePolicy("api", std::string_view("GCRA 2 1m"));
+  EXPECT_EQ((*limiter)->Acquire(api, "k").status(), local.Acquire(api, "k").status());
+  EXPECT_EQ((*limiter)->Check(api, "k", -1).status(), local.Check(api, "k", -1).status());
+  const RemoteLimiterStats stats = (*limiter)->Stats();
+  EXPECT_EQ(stats.failed_open + stats.failed_closed, 0u);
 }
 
 TEST(RemoteLimiterOfflineTest, FailureDecisionsSayOnlyWhatIsKnown) {

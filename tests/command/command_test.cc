@@ -65,6 +65,39 @@ TEST_F(CommandTest, InlineCheckRepliesFiveIntegers) {
             "*5\r\n:0\r\n:2\r\n:0\r\n:30000\r\n:60000\r\n");
 }
 
+// LIMITS: every limit's own result, last (after HEADERS and the lease), in the order given, each
+// a map (RESP2: flat pairs) named as the header fields name it; binding marks fields 2-5's limit.
+TEST_F(CommandTest, LimitsListsEveryLimit) {
+  const std::string entry_1m =
+      "*16\r\n$4\r\nname\r\n$10\r\ndefault-1m\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:3\r\n"
+      "$9\r\nwindow_ms\r\n:60000\r\n$9\r\nremaining\r\n:2\r\n$14\r\nretry_after_ms\r\n:0\r\n"
+      "$14\r\nreset_after_ms\r\n:60000\r\n$7\r\nbinding\r\n:1\r\n";
+  const std::string entry_1h =
+      "*16\r\n$4\r\nname\r\n$10\r\ndefault-1h\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:20\r\n"
+      "$9\r\nwindow_ms\r\n:3600000\r\n$9\r\nremaining\r\n:19\r\n$14\r\nretry_after_ms\r\n:0\r\n"
+      "$14\r\nreset_after_ms\r\n:3600000\r\n$7\r\nbinding\r\n:0\r\n";
+  EXPECT_EQ(Run({"RL.CHECK", "k", "FIXED_WINDOW", "3", "1m", "FIXED_WINDOW", "20", "1h", "LIMITS"}),
+            "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:60000\r\n*2\r\n" + entry_1m + entry_1h);
+  // RESP3: a "limits" field of maps; with HEADERS both come, the limits last.
+  const std::string r3 = Run({"RL.PEEK", "k", "FIXED_WINDOW", "3", "1m", "FIXED_WINDOW", "20", "1h",
+                              "COST", "0", "HEADERS", "LIMITS"},
+                             3);
+  EXPECT_EQ(r3.substr(0, 4), "%7\r\n");
+  EXPECT_NE(r3.find("$7\r\nheaders\r\n"), std::string::npos) << r3;
+  EXPECT_NE(r3.find("$6\r\nlimits\r\n*2\r\n%8\r\n$4\r\nname\r\n$10\r\ndefault-1m\r\n"),
+            std::string::npos)
+      << r3;
+  EXPECT_GT(r3.find("$6\r\nlimits\r\n"), r3.find("$7\r\nheaders\r\n"));
+  // RL.ACQUIRE: the lease id, then the limits (the CONCURRENCY limit is one of them).
+  const std::string a = Run({"RL.ACQUIRE", "job", "CONCURRENCY", "2", "LIMITS"});
+  EXPECT_EQ(a.substr(0, 4), "*7\r\n");
+  EXPECT_NE(a.find("$40\r\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("*1\r\n*16\r\n$4\r\nname\r\n$7\r\ndefault\r\n"), std::string::npos) << a;
+  EXPECT_EQ(Run({"RL.CHECK", "k", "FIXED_WINDOW", "3", "1m", "LIMITS", "LIMITS"}),
+            "-ERR LIMITS given more than once\r\n");
+  EXPECT_EQ(Run({"RL.RESET", "k", "FIXED_WINDOW", "3", "1m", "LIMITS"}), "-ERR syntax error\r\n");
+}
+
 TEST_F(CommandTest, Resp3IsAMap) {
   const std::string r = Run({"RL.CHECK", "k", "GCRA", "5", "1s"}, 3);
   EXPECT_EQ(r.substr(0, 4), "%5\r\n");
@@ -148,7 +181,7 @@ TEST_F(CommandTest, RefundAndChargeErrorsChangeNothing) {
   EXPECT_EQ(Run({"RL.REFUND", "k", "LEAKY_BUCKET", "5", "1s", "COST", "1"}).substr(0, 34),
             "-ERR LEAKY_BUCKET cannot refund: i");
   EXPECT_EQ(Run({"RL.REFUND", "k", "CONCURRENCY", "5", "COST", "1"}),
-            "-ERR CONCURRENCY takes no REFUND: end a lease with RL.RELEASE\r\n");
+            "-ERR CONCURRENCY takes no REFUND: end a lease with Release (RL.RELEASE)\r\n");
   EXPECT_EQ(Run({"RL.PEEK", "k", "GCRA", "5", "1s", "COST", "0"}), before);
 }
 
@@ -187,11 +220,13 @@ TEST_F(CommandTest, AcquireRepliesWithALeaseIdOrNil) {
                              "COST", "2", "HEADERS"});
   EXPECT_EQ(h.substr(0, 8), "*7\r\n:1\r\n");
   EXPECT_EQ(h.substr(h.size() - 47, 5), "$40\r\n") << h;
-  EXPECT_EQ(Run({"RL.ACQUIRE", "job", "FIXED_WINDOW", "20", "1h"}),
-            "-ERR RL.ACQUIRE needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)\r\n");
-  EXPECT_EQ(Run({"RL.CHECK", "job", "CONCURRENCY", "1"}),
-            "-ERR a CONCURRENCY limit holds leases: take one with RL.ACQUIRE and end it with "
-            "RL.RELEASE\r\n");
+  EXPECT_EQ(
+      Run({"RL.ACQUIRE", "job", "FIXED_WINDOW", "20", "1h"}),
+      "-ERR Acquire (RL.ACQUIRE) needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)\r\n");
+  EXPECT_EQ(
+      Run({"RL.CHECK", "job", "CONCURRENCY", "1"}),
+      "-ERR a CONCURRENCY limit holds leases: take one with Acquire (RL.ACQUIRE) and end it with "
+      "Release (RL.RELEASE)\r\n");
   EXPECT_EQ(Run({"RL.PEEK", "job", "CONCURRENCY", "1"}).substr(0, 8), "*5\r\n:0\r\n");
 }
 
@@ -359,14 +394,14 @@ TEST(CommandDocs, HelpAndUsageComeFromTheRows) {
             "SET name [CONCURRENCY n [LEASE ttl]] <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]");
   EXPECT_EQ(lines[2], "    Defines or replaces a named policy.");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.check")),
-            "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [HEADERS]");
+            "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.refund")),
-            "RL.REFUND key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS]");
+            "RL.REFUND key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.charge")),
-            "RL.CHARGE key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS]");
+            "RL.CHARGE key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.acquire")),
             "RL.ACQUIRE key (CONCURRENCY n [LEASE ttl] [<limit>...]|POLICY name [CONCURRENCY n "
-            "[LEASE ttl]] [<limit>...]) [COST n] [HEADERS]");
+            "[LEASE ttl]] [<limit>...]) [COST n] [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.release")), "RL.RELEASE key lease_id");
   // The <limit> block documents BLOCK beside BURST.
   const ArgDoc& limit = FindRlCommandDoc("rl.check")->arguments[1].arguments[0];

@@ -200,6 +200,46 @@ TEST(HeadersTest, NoPerLimitResultsStillGivesCoreHeaders) {
   EXPECT_EQ(*Find(fields, "Retry-After"), "2");
 }
 
+// A failure mode evaluated no limit: its zeros mean "unknown". Printed as rate-limit headers
+// they would tell a client it has no allowance (X-RateLimit-Limit: 0); only when to ask again
+// (fail-closed) is known. A shadow policy's fail-closed decision is allowed: nothing at all.
+TEST(HeadersTest, FailureModeDecisionsCarryNoRateLimitFields) {
+  Decision open;
+  open.decided_by = DecidedBy::kFailOpen;
+  EXPECT_TRUE(HeaderValues(open, "api", kWallNowMs).empty());
+
+  Decision closed;
+  closed.decided_by = DecidedBy::kFailClosed;
+  closed.allowed = false;
+  closed.retry_after_ms = 1500;
+  const std::vector<HeaderField> fields = HeaderValues(closed, "api", kWallNowMs);
+  ASSERT_EQ(fields.size(), 1u);
+  EXPECT_EQ(fields[0].name, "Retry-After");
+  EXPECT_EQ(fields[0].value, "2");
+
+  Decision shadow = closed;
+  ApplyShadow(shadow);
+  EXPECT_TRUE(HeaderValues(shadow, "api", kWallNowMs).empty());
+
+  // The local fallback and an overflow decision evaluated real limits: headers as usual.
+  Decision fallback = Make({Result(true, 1, 60'000, 0, 0, 60'000)}, 0);
+  fallback.decided_by = DecidedBy::kFallback;
+  EXPECT_EQ(*Find(HeaderValues(fallback, "api", kWallNowMs), "X-RateLimit-Limit"), "1");
+}
+
+// The name each limit's entry gets, as the draft fields print it (and RL.* LIMITS replies name it).
+TEST(HeadersTest, EntryNamesMatchTheDraftFields) {
+  const Decision d =
+      Make({Result(true, 3, 60'000, 2, 0, 1000), Result(true, 20, 3'600'000, 19, 0, 1000),
+            Result(true, 9, 60'000, 8, 0, 1000)},
+           0);
+  EXPECT_EQ(HeaderEntryName(d, 0, "reports"), "reports-1m-1");
+  EXPECT_EQ(HeaderEntryName(d, 1, "reports"), "reports-1h");
+  EXPECT_EQ(HeaderEntryName(d, 2, ""), "default-1m-3");
+  EXPECT_EQ(*Find(HeaderValues(d, "reports", kWallNowMs), "RateLimit-Policy"),
+            R"("reports-1m-1";q=3;w=60, "reports-1h";q=20;w=3600, "reports-1m-3";q=9;w=60)");
+}
+
 TEST(HeadersTest, HostileValuesStayInRange) {
   Decision d = Make({Result(true, int64_t{1} << 40, kMaxWindowMs, -5, 0, -3)}, 0);
   d.binding = 200;  // out of range: falls back to the first limit

@@ -240,7 +240,7 @@ TEST_F(LeaseTest, BadRequestsAreErrorsAndChangeNothing) {
   auto message = [](const absl::Status& s) { return std::string(s.message()); };
   EXPECT_EQ(
       message(limiter_.Acquire("", "exports", {Limit{Algorithm::kGcra, 5, kMinute}}).status()),
-      "RL.ACQUIRE needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)");
+      "Acquire (RL.ACQUIRE) needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)");
   EXPECT_EQ(message(limiter_.Acquire("", "exports", {slots, Slots(4)}).status()),
             "more than one CONCURRENCY limit (one per check)");
   EXPECT_EQ(message(limiter_.Acquire("", "exports", {Slots(0)}).status()),
@@ -251,9 +251,9 @@ TEST_F(LeaseTest, BadRequestsAreErrorsAndChangeNothing) {
             "LEASE must be between 1ms and 3650d");
   EXPECT_EQ(message(limiter_.Acquire("", "exports", {slots}, -1).status()),
             "cost must not be negative");
-  EXPECT_EQ(
-      message(limiter_.Check("", "exports", {slots}).status()),
-      "a CONCURRENCY limit holds leases: take one with RL.ACQUIRE and end it with RL.RELEASE");
+  EXPECT_EQ(message(limiter_.Check("", "exports", {slots}).status()),
+            "a CONCURRENCY limit holds leases: take one with Acquire (RL.ACQUIRE) and end it with "
+            "Release (RL.RELEASE)");
   Limit blocked = slots;
   blocked.block_ms = kMinute;
   EXPECT_EQ(message(limiter_.Acquire("", "exports", {blocked}).status()),

@@ -87,23 +87,23 @@ TEST(LimitTest, LimitRange) {
                            "FIXED_WINDOW 1.5 1s", "FIXED_WINDOW ten 1s", "FIXED_WINDOW 1k 1s"}) {
     absl::StatusOr<std::vector<Limit>> limits = ParseAll(spec);
     ASSERT_FALSE(limits.ok()) << spec;
-    EXPECT_EQ(Message(limits.status()), "limit must be a positive integer") << spec;
+    EXPECT_EQ(Message(limits.status()), "limit must be between 1 and 1099511627776") << spec;
   }
   for (const char* spec :
        {"FIXED_WINDOW 1099511627777 1s", "FIXED_WINDOW 99999999999999999999999 1s"}) {
     absl::StatusOr<std::vector<Limit>> limits = ParseAll(spec);
     ASSERT_FALSE(limits.ok()) << spec;
-    EXPECT_EQ(Message(limits.status()), "limit must be at most 1099511627776") << spec;
+    EXPECT_EQ(Message(limits.status()), "limit must be between 1 and 1099511627776") << spec;
   }
 }
 
 TEST(LimitTest, BurstRules) {
   EXPECT_EQ(Message(ParseAll("TOKEN_BUCKET 10 1s BURST 0").status()),
-            "burst must be a positive integer");
+            "burst must be between 1 and 1099511627776");
   EXPECT_EQ(Message(ParseAll("TOKEN_BUCKET 10 1s BURST x").status()),
-            "burst must be a positive integer");
+            "burst must be between 1 and 1099511627776");
   EXPECT_EQ(Message(ParseAll("TOKEN_BUCKET 10 1s BURST 1099511627777").status()),
-            "burst must be at most 1099511627776");
+            "burst must be between 1 and 1099511627776");
   EXPECT_EQ(Message(ParseAll("GCRA 10 1s BURST").status()), "BURST needs a value");
   for (const char* algorithm : {"SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW"}) {
     absl::StatusOr<std::vector<Limit>> limits = ParseAll(std::string(algorithm) + " 10 1s BURST 5");

@@ -266,6 +266,73 @@ TEST(RateLimitGateOutageTest, OneLogLinePerOutageEpisode) {
             "(1 allowed, 0 denied)");
 }
 
+// Cluster mode with one master killed: its keys' checks fail while every other check is
+// answered (by the other masters), 100 failures in 19 s interleaved with answers. One line when
+// the node's outage starts and one when it ends (a failover gave its slots to a replica, so its
+// keys are answered again), not a line per failed check; a second node's outage is its own.
+TEST(RateLimitGateOutageTest, ClusterOutagesAreTrackedPerNode) {
+  rl::ManualClock clock;
+  std::vector<std::string> lines;
+  OutageLog log(
+      &clock, [&lines](std::string_view line) { lines.emplace_back(line); }, 0, true);
+  ScriptedLimiter limiter;
+  absl::StatusOr<RateLimitGate> gate = RateLimitGate::Create(DefaultRouteConfig(), &limiter, &log);
+  ASSERT_TRUE(gate.ok());
+  int64_t cost = 0;
+  const rl::Policy* products = gate->PolicyFor("GET", "/api/products", &cost);
+  // The texts rl::RemoteLimiter gives for a node that is down.
+  const std::vector<absl::Status> why = {
+      absl::UnavailableError("connect to 127.0.0.1:7001: Connection refused"),
+      absl::UnavailableError("127.0.0.1:7001 unreachable (reconnect back-off)"),
+      absl::DeadlineExceededError("127.0.0.1:7001 did not answer within 50ms")};
+  for (int i = 0; i < 100; ++i) {
+    log.Failure(*products, why[i % why.size()]);
+    limiter.next = ByFailureMode(true);
+    gate->Check("GET", "/api/products", "key:a");
+    limiter.next = rl::Decision{};  // another master's key
+    gate->Check("GET", "/api/products", "key:b");
+    clock.Advance(190);
+  }
+  ASSERT_EQ(lines.size(), 1u) << lines.back();
+  EXPECT_EQ(lines[0].rfind("rate limiter node 127.0.0.1:7001 unavailable (", 0), 0u) << lines[0];
+  EXPECT_TRUE(log.in_outage());
+
+  // The failover is done: checks are answered, and once the node has failed nothing for
+  // kQuietMs the next answer ends its outage.
+  limiter.next = rl::Decision{};
+  for (int i = 0; i < 20; ++i) {
+    gate->Check("GET", "/api/products", "key:a");
+    clock.Advance(100);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1],
+            "rate limiter node 127.0.0.1:7001 available again after 19900 ms; the failure modes "
+            "decided 100 checks (100 allowed, 0 denied)");
+  EXPECT_FALSE(log.in_outage());
+
+  // Two nodes down at once: an episode each; the one that recovers first ends first.
+  const absl::Status a = absl::UnavailableError("connect to 127.0.0.1:7001: Connection refused");
+  const absl::Status b = absl::UnavailableError("connect to [::1]:7002: Connection refused");
+  log.Failure(*products, a);
+  log.Failure(*products, b);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_NE(lines[3].find("node [::1]:7002 unavailable"), std::string::npos) << lines[3];
+  clock.Advance(600);
+  log.Failure(*products, b);  // b still failing
+  clock.Advance(600);
+  log.Answered();
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[4].rfind("rate limiter node 127.0.0.1:7001 available again after 1200 ms", 0), 0u)
+      << lines[4];
+  EXPECT_TRUE(log.in_outage());
+  clock.Advance(1000);
+  log.Answered();
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[5].rfind("rate limiter node [::1]:7002 available again after 2200 ms", 0), 0u)
+      << lines[5];
+  EXPECT_FALSE(log.in_outage());
+}
+
 // With --fallback-instances 4, an outage is decided by the local fallback at a quarter of each
 // policy's limits: real headers (this instance's share), a denial is the client's 429 (not a 503),
 // and the log names the fallback and counts its decisions apart from the failure modes'.

@@ -154,7 +154,7 @@ TEST_F(RlClusterTest, RedisCliRoutesByKeyAndKeysSpreadOverMasters) {
   EXPECT_EQ(Cli({"CL.THROTTLE", key, "15", "30", "60"}),
             (std::vector<std::string>{"0", "16", "15", "-1", "2"}));
   EXPECT_EQ(cluster_->Cli({"RL.CHECK", key, "GCRA", "0", "1h"})
-                .output.rfind("ERR limit must be a positive integer\n", 0),
+                .output.rfind("ERR limit must be between 1 and 1099511627776\n", 0),
             0u);
 }
 

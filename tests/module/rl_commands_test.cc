@@ -321,7 +321,7 @@ TEST(RlLoadTest, BadLoadArgumentsRefuseToStart) {
     std::string log;
   } cases[] = {
       {"POLICIES " + broken.path(),
-       "rl: cannot load policies: policy 'api': limit must be a positive integer"},
+       "rl: cannot load policies: policy 'api': limit must be between 1 and 1099511627776"},
       {"POLICIES /nonexistent/rl.toml", "rl: cannot load policies: /nonexistent/rl.toml"},
       {"POLICIES",
        "rl: unknown load argument 'POLICIES' (usage: [POLICIES /path/rl.toml] [MAXMEMORY-SHARE "

@@ -73,9 +73,10 @@ TEST_F(FeaturesTest, AcquireWithRateLimitsAndResp3) {
   EXPECT_TRUE(third.Get("lease")->is_null());
   EXPECT_EQ(c.Call({"RL.RELEASE", "t", a.Get("lease")->str}).integer, 1);
   EXPECT_EQ(c.Call({"RL.ACQUIRE", "t", "POLICY", "exports"}).Get("allowed")->integer, 0);
-  EXPECT_EQ(c.Call({"RL.CHECK", "t", "POLICY", "exports"}).str,
-            "ERR a CONCURRENCY limit holds leases: take one with RL.ACQUIRE and end it with "
-            "RL.RELEASE");
+  EXPECT_EQ(
+      c.Call({"RL.CHECK", "t", "POLICY", "exports"}).str,
+      "ERR a CONCURRENCY limit holds leases: take one with Acquire (RL.ACQUIRE) and end it with "
+      "Release (RL.RELEASE)");
 }
 
 // LLM tokens per minute: check the estimate, then charge or refund the difference.
@@ -138,7 +139,7 @@ TEST_F(FeaturesTest, BadInputIsAClearErrorAndChangesNothing) {
       {{"RL.ACQUIRE", "mine", "CONCURRENCY", "100000"},
        "ERR CONCURRENCY must be between 1 and 10000"},
       {{"RL.ACQUIRE", "mine", "GCRA", "5", "1s"},
-       "ERR RL.ACQUIRE needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)"},
+       "ERR Acquire (RL.ACQUIRE) needs a CONCURRENCY limit (e.g. CONCURRENCY 3 LEASE 5m)"},
       {{"RL.CHECK", "mine", "GCRA", "5", "1s", "BLOCK", "0"},
        "ERR window '0' out of range (1ms to 3650d)"},
       {{"RL.CHECK", "mine", "CONCURRENCY", "1", "BLOCK", "1h"},

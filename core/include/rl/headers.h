@@ -21,7 +21,14 @@ struct HeaderField {
 
 // `policy_name` names the draft fields' entries (a limit of a multi-limit policy gets the
 // window appended, e.g. "api-1m"); `wall_now_ms` is Unix time in ms for X-RateLimit-Reset.
+// A decision made by a failure mode (DecidedBy::kFailOpen / kFailClosed: no limit evaluated)
+// gets no rate-limit fields: nothing when allowed, only Retry-After when denied.
 std::vector<HeaderField> HeaderValues(const Decision& decision, std::string_view policy_name,
                                       int64_t wall_now_ms);
+
+// The draft fields' name of decision.limits[index] (index < decision.count), as HeaderValues
+// prints it: the policy name ("default" when empty), and for a multi-limit decision its window
+// appended ("api-1m"), then its 1-based position when two limits share that window ("api-1m-2").
+std::string HeaderEntryName(const Decision& decision, size_t index, std::string_view policy_name);
 
 }  // namespace rl

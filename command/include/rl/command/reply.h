@@ -4,6 +4,7 @@
 // the server's hot path pays no virtual call per reply element.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -31,15 +32,47 @@ void WriteError(Sink& w, const absl::Status& status) {
   w.Error(line);
 }
 
+// LIMITS: one entry per limit of the check, in the order the limits were given, each a map
+// (RESP2: a flat name, value array) of name (as the header fields name it), allowed, limit,
+// window_ms, remaining, retry_after_ms, reset_after_ms and binding (1 for the limit the five
+// fields describe). What a client needs to rebuild the whole Decision, header values included.
+template <class Sink>
+void WriteLimits(Sink& w, const Decision& d, const Request& r) {
+  const size_t count = std::min<size_t>(d.count, d.limits.size());
+  w.ArrayHeader(count);
+  for (size_t i = 0; i < count; ++i) {
+    const LimitResult& l = d.limits[i];
+    w.MapHeader(8);
+    w.Bulk("name");
+    w.Bulk(HeaderEntryName(d, i, r.policy_name));
+    w.Bulk("allowed");
+    w.Integer(l.allowed ? 1 : 0);
+    w.Bulk("limit");
+    w.Integer(l.limit);
+    w.Bulk("window_ms");
+    w.Integer(l.window_ms);
+    w.Bulk("remaining");
+    w.Integer(l.remaining);
+    w.Bulk("retry_after_ms");
+    w.Integer(l.retry_after_ms);
+    w.Bulk("reset_after_ms");
+    w.Integer(l.reset_after_ms);
+    w.Bulk("binding");
+    w.Integer(i == d.binding ? 1 : 0);
+  }
+}
+
 // RL.CHECK / RL.PEEK (and RL.REFUND / RL.CHARGE / RL.ACQUIRE): RESP2 an array of five integers
 // (+ the headers as a flat array), RESP3 a map (allowed, limit, remaining, retry_after_ms,
-// reset_after_ms[, headers][, shadow_denied]). `wall_now_ms` (Unix ms) dates X-RateLimit-Reset.
-// With `lease` (RL.ACQUIRE) the lease id follows as the last element, a bulk string or nil when
-// `*lease` is empty (RESP3: a "lease" field).
+// reset_after_ms[, headers][, lease][, limits][, shadow_denied]). `wall_now_ms` (Unix ms) dates
+// X-RateLimit-Reset. With `lease` (RL.ACQUIRE) the lease id follows, a bulk string or nil when
+// `*lease` is empty (RESP3: a "lease" field). With LIMITS (r.limits_detail) every limit's result
+// comes last (WriteLimits; RESP3: a "limits" field).
 template <class Sink>
 void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_now_ms,
                    const std::string* lease = nullptr) {
-  const size_t fields = 5 + (r.headers ? 1 : 0) + (lease != nullptr ? 1 : 0);
+  const size_t fields =
+      5 + (r.headers ? 1 : 0) + (lease != nullptr ? 1 : 0) + (r.limits_detail ? 1 : 0);
   // The common reply (RESP2, five integers) in one append when the sink can (rl-server's writer).
   if constexpr (requires(std::span<const int64_t> v) { w.IntegerArray(v); }) {
     if (fields == 5 && w.protocol() < 3) {
@@ -89,6 +122,10 @@ void WriteDecision(Sink& w, const Decision& d, const Request& r, int64_t wall_no
   if (lease != nullptr) {
     if (w.protocol() >= 3) w.Bulk("lease");
     write_lease();
+  }
+  if (r.limits_detail) {
+    if (w.protocol() >= 3) w.Bulk("limits");
+    WriteLimits(w, d, r);
   }
   if (d.shadow_denied && w.protocol() >= 3) {
     w.Bulk("shadow_denied");
