@@ -352,6 +352,10 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   RedisModule_InfoAddFieldLongLong(ctx, "policies",
                                    static_cast<long long>(Policies().List().size()));
   RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));
+  RedisModule_InfoAddFieldLongLong(ctx, "wall_clock_steps",
+                                   static_cast<long long>(WallClockSteps()));
+  RedisModule_InfoAddFieldLongLong(ctx, "wall_clock_step_ms",
+                                   static_cast<long long>(WallClockStepMs()));
   // 1 while state changes are replicated for replicas or a backlog (the AOF adds to it).
   RedisModule_InfoAddFieldLongLong(ctx, "downstream", DownstreamActive() ? 1 : 0);
 }

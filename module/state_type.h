@@ -69,4 +69,10 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 // Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.
 uint64_t RejectedLoads();
 
+// Forward steps of the wall clock seen while rl.so runs (and their total in ms), for INFO: Redis
+// expires keys by its wall clock, so such a step ends every key whose TTL was shorter, which
+// rl.so cannot prevent; it counts and logs each one it sees when it next sets a key's expiry.
+uint64_t WallClockSteps();
+int64_t WallClockStepMs();
+
 }  // namespace rl::module
