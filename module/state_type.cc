@@ -134,7 +134,8 @@ void RdbSave(RedisModuleIO* rdb, void* value) {
 
 void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   const std::string bytes = Encoded(value);
-  RedisModule_EmitAOF(aof, "RL.SETSTATE", "sb", key, bytes.data(), bytes.size());
+  RedisModule_EmitAOF(aof, "RL.SETSTATE", "sbl", key, bytes.data(), bytes.size(),
+                      static_cast<long long>(Clock().NowMs()));
 }
 
 // The block and the logs: all the memory the value holds (the key's value pointer itself lives
@@ -159,7 +160,10 @@ void ReplicateState(RedisModuleCtx* ctx, RedisModuleString* name, const KeyState
   static std::string bytes;
   bytes.clear();
   state.Encode(&bytes);
-  RedisModule_Replicate(ctx, "RL.SETSTATE", "sb", name, bytes.data(), bytes.size());
+  // With this node's time, so that an AOF replayed on a clock behind it keeps each wait within
+  // its limits (SetStateCommand).
+  RedisModule_Replicate(ctx, "RL.SETSTATE", "sbl", name, bytes.data(), bytes.size(),
+                        static_cast<long long>(Clock().NowMs()));
 }
 
 absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRORMSG_WRONGTYPE); }
@@ -304,10 +308,20 @@ void StateKey::Commit(int64_t now_ms, bool replicate) {
 }
 
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc != 3) return RedisModule_WrongArity(ctx);
+  if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
+  // The writer's time (absent from what an older rl.so wrote): an AOF replayed on a clock behind
+  // the one that wrote it moves the state's times as an RDB load does.
+  int64_t shift_ms = 0;
+  if (argc == 4) {
+    long long written_ms = 0;
+    if (RedisModule_StringToLongLong(argv[3], &written_ms) != REDISMODULE_OK) {
+      return RedisModule_ReplyWithError(ctx, "ERR invalid writer time");
+    }
+    shift_ms = LoadShiftMs(written_ms);
+  }
   size_t len = 0;
   const char* bytes = RedisModule_StringPtrLen(argv[2], &len);
-  absl::StatusOr<KeyState> decoded = KeyState::Decode(std::string_view(bytes, len));
+  absl::StatusOr<KeyState> decoded = KeyState::Decode(std::string_view(bytes, len), shift_ms);
   if (!decoded.ok()) {
     const std::string msg = "ERR " + std::string(decoded.status().message());
     return RedisModule_ReplyWithError(ctx, msg.c_str());
@@ -321,17 +335,24 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
   }
   const int64_t now = Clock().NowMs();
-  if (decoded->empty() || decoded->ExpiryMs() <= now) {
+  const bool gone = decoded->empty() || decoded->ExpiryMs() <= now;
+  if (gone) {
     // Nothing left that is not fresh: the key is gone (as on the master when it wrote this).
     if (type != REDISMODULE_KEYTYPE_EMPTY) RedisModule_DeleteKey(key);
   } else {
     const int64_t expiry = decoded->ExpiryMs();
+    // Replicas (which keep the times they are sent) get the state as moved here.
+    if (shift_ms != 0) ReplicateState(ctx, argv[1], *decoded);
     RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded)));
     RedisModule_SetExpire(key, TtlMs(expiry, now));
   }
   RedisModule_CloseKey(key);
   RedisModule_SignalModifiedKey(ctx, argv[1]);
-  RedisModule_ReplicateVerbatim(ctx);
+  if (shift_ms == 0) {
+    RedisModule_ReplicateVerbatim(ctx);
+  } else if (gone) {
+    RedisModule_Replicate(ctx, "DEL", "s", argv[1]);
+  }
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 

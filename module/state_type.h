@@ -61,9 +61,11 @@ class StateKey {
   KeyState state_;               // adopts the stored block (never frees it), or a fresh state
 };
 
-// RL.SETSTATE key encoded-state: what replicas and the AOF receive. Validates the encoding
-// (a hostile payload is refused, never a crash), stores it with its expiry, replies OK and
-// replicates itself.
+// RL.SETSTATE key encoded-state [writer-ms]: what replicas and the AOF receive. Validates the
+// encoding (a hostile payload is refused, never a crash), stores it with its expiry, replies OK
+// and replicates itself. `writer-ms` is the writer's node clock; on a node that is not a replica,
+// a writer more than a second ahead has the state's times moved back by the difference (as an
+// RDB load or RESTORE does: see LoadShiftMs in state_type.cc).
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 
 // Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.

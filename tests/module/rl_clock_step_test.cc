@@ -1,9 +1,10 @@
 // rl.so on a clock that is behind the one that wrote its state (a VM restored from a snapshot, a
 // service started before time sync): a restart from an RDB saved a day ahead, and RESTORE of a
 // DUMP taken a day ahead, must leave no key waiting longer than its own limit, charges, block or
-// lease. A replica keeps its primary's times as they are. The clock ahead is redis-server under an
-// LD_PRELOAD shim that shifts its wall clock (tests/support/wall_shift.cc). A forward step while
-// running makes Redis expire keys early, which rl.so cannot prevent: it counts and logs the step.
+// lease; so must an AOF written a day ahead. A replica keeps its primary's times as they are. The
+// clock ahead is redis-server under an LD_PRELOAD shim that shifts its wall clock
+// (tests/support/wall_shift.cc). A forward step while running makes Redis expire keys early,
+// which rl.so cannot prevent: it counts and logs the step.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -112,6 +113,58 @@ TEST_F(RlClockStepTest, RestartFromAnRdbSavedADayAheadWaitsNoLongerThanItsLimits
   // And through DEBUG RELOAD on this clock: the file it writes now carries this node's times.
   ASSERT_EQ(server.Call({"DEBUG", "RELOAD"}).str, "OK");
   ExpectBounded(server, "", "DEBUG RELOAD");
+}
+
+// The AOF written a day ahead, replayed on the true clock: its RL.SETSTATE commands carry their
+// writer's time, both those a check appended and those an AOF rewrite without the RDB preamble
+// wrote.
+TEST_F(RlClockStepTest, AofReplayedADayBehindWaitsNoLongerThanItsLimits) {
+  for (const bool rewrite : {false, true}) {
+    const std::string when = rewrite ? "AOF rewritten without preamble" : "AOF";
+    RedisServer server(RlOptions().With("appendonly yes").With("appendfsync always"));
+    ASSERT_TRUE(StartShifted(server, kDayMs));
+    Exhaust(server);
+    if (rewrite) {
+      ASSERT_EQ(server.Call({"CONFIG", "SET", "aof-use-rdb-preamble", "no"}).str, "OK");
+      ASSERT_EQ(server.Call({"BGREWRITEAOF"}).type, '+');
+      ASSERT_TRUE(WaitUntil(
+          [&] {
+            return server.InfoField("persistence", "aof_rewrite_in_progress") == "0" &&
+                   server.InfoField("persistence", "aof_rewrite_scheduled") == "0";
+          },
+          std::chrono::seconds(30)));
+      ASSERT_EQ(server.InfoField("persistence", "aof_last_bgrewrite_status"), "ok");
+    }
+    server.Kill9();  // no RDB: the AOF alone
+    ASSERT_TRUE(server.Start());
+    ExpectBounded(server, "", when);
+  }
+}
+
+// RL.SETSTATE's writer time, as an AOF carries it: a GCRA 2 1m state at its limit on a clock a
+// day ahead loads a day earlier; without the time it is taken as it is; a bad time is refused.
+TEST_F(RlClockStepTest, SetStateWithAWriterTimeAheadMovesTheState) {
+  RedisServer server(RlOptions());
+  ASSERT_TRUE(server.Start());
+  const int64_t ahead_ms = TimeMs(server.Call({"TIME"})) + kDayMs;
+  EncodedEntry gcra;
+  gcra.algorithm = 1;  // GCRA
+  gcra.window_ms = 60000;
+  gcra.expiry_ms = ahead_ms + 60000;
+  gcra.words = {ahead_ms + 60000, 0};  // the theoretical arrival time: two a minute, both taken
+  const std::string state = EncodeState({gcra});
+  const Cmd peek = {"RL.PEEK", "k", "GCRA", "2", "1m"};
+  ASSERT_EQ(server.Call({"RL.SETSTATE", "k", state, std::to_string(ahead_ms)}).str, "OK");
+  std::vector<int64_t> d = DecisionOf(server.Call(peek));
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_EQ(d[0], 0);
+  EXPECT_GT(d[3], 0);
+  EXPECT_LE(d[3], 60000) << "the writer's day ahead was not taken off";
+  ASSERT_EQ(server.Call({"RL.SETSTATE", "k", state}).str, "OK");
+  EXPECT_GT(DecisionOf(server.Call(peek)).at(3), kDayMs) << "without a writer time, as stored";
+  EXPECT_EQ(server.Call({"RL.SETSTATE", "k", state, "soon"}).str, "ERR invalid writer time");
+  EXPECT_EQ(server.Call({"RL.SETSTATE", "k", state, "1", "2"}).str,
+            "ERR wrong number of arguments for 'rl.setstate' command");
 }
 
 TEST_F(RlClockStepTest, RestoreOfADumpTakenADayAheadWaitsNoLongerThanItsLimits) {
