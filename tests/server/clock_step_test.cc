@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,7 +76,10 @@ TEST(ClockStepTest, SnapshotFromAClockADayAheadWaitsNoLongerThanItsLimits) {
     ASSERT_EQ(c.Call(lease).elements.at(0).integer, 1);
     ASSERT_EQ(ahead->Terminate(), 0);  // saves
   }
-  ServerProcess server(flags);
+  ServerOptions logged;
+  logged.quiet = false;
+  logged.stderr_path = dir + "/log";
+  ServerProcess server(flags, logged);
   ASSERT_GT(server.port(), 0);
   RespClient c(server.port());
   const auto expect_wait = [&](const Cmd& cmd, int64_t most, const char* what) {
@@ -91,6 +96,9 @@ TEST(ClockStepTest, SnapshotFromAClockADayAheadWaitsNoLongerThanItsLimits) {
   expect_wait(blocked, 5 * 60000, "BLOCK 5m");
   expect_wait(debt, debt_retry, "debt charged before the restart");
   expect_wait(lease, 60000, "LEASE 1m");
+  std::ifstream log_file(dir + "/log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)), {});
+  EXPECT_NE(log.find("ahead of this wall clock"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 
