@@ -63,28 +63,6 @@ std::string Encoded(const void* value) {
   return out;
 }
 
-// How far to move the times of a value written at `written_ms` on its writer's clock. A clock
-// that was ahead of ours (an RDB saved before this node's clock was set back, a VM restored from
-// a snapshot, a start before time sync, a DUMP from a node whose clock runs ahead) would make
-// every stored wait longer by the difference: a key at its limit denied for a day, a one-minute
-// lease held for a day. Such a value loads as if no time had passed since it was written, so a
-// state waits at most what its own limit, charges, block or lease explained at the writer. A
-// writer behind us needs nothing: its times only look older, as after real downtime.
-//
-// A replica keeps its primary's times as they are (a full resync's RDB, a propagated RESTORE):
-// they are the primary's decisions, and promoting the replica must not change them. So does a
-// value from a writer less than kSkewMs ahead: nodes kept in sync by NTP differ by milliseconds,
-// and MIGRATE (resharding) should carry a state unchanged, as it does a string.
-constexpr int64_t kSkewMs = 1000;
-
-int64_t LoadShiftMs(int64_t written_ms) {
-  if ((RedisModule_GetContextFlags(nullptr) & REDISMODULE_CTX_FLAGS_SLAVE) != 0) return 0;
-  const int64_t now = Clock().NowMs();
-  if (written_ms <= now + kSkewMs) return 0;
-  // Beyond the longest window every state is fresh anyway; the bound keeps the shift finite.
-  return -std::min<int64_t>(written_ms - now, 2 * kMaxWindowMs);
-}
-
 void* RdbLoad(RedisModuleIO* rdb, int encver) {
   if (encver != kEncodingVersion && encver != kEncodingWithoutTime) {
     RedisModule_LogIOError(rdb, REDISMODULE_LOGLEVEL_WARNING,
@@ -211,6 +189,27 @@ int64_t TtlMs(int64_t expiry_ms, int64_t now_ms) {
 }
 
 }  // namespace
+
+// How far to move the times of a value written at `written_ms` on its writer's clock. A clock
+// that was ahead of ours (an RDB saved before this node's clock was set back, a VM restored from
+// a snapshot, a start before time sync, a DUMP from a node whose clock runs ahead) would make
+// every stored wait longer by the difference: a key at its limit denied for a day, a one-minute
+// lease held for a day. Such a value loads as if no time had passed since it was written, so a
+// state waits at most what its own limit, charges, block or lease explained at the writer. A
+// writer behind us needs nothing: its times only look older, as after real downtime.
+//
+// A replica keeps its primary's times as they are (a full resync's RDB, a propagated RESTORE):
+// they are the primary's decisions, and promoting the replica must not change them. So does a
+// value from a writer less than kSkewMs ahead: nodes kept in sync by NTP differ by milliseconds,
+// and MIGRATE (resharding) should carry a state unchanged, as it does a string.
+int64_t LoadShiftMs(int64_t written_ms) {
+  constexpr int64_t kSkewMs = 1000;
+  if ((RedisModule_GetContextFlags(nullptr) & REDISMODULE_CTX_FLAGS_SLAVE) != 0) return 0;
+  const int64_t now = Clock().NowMs();
+  if (written_ms <= now + kSkewMs) return 0;
+  // Beyond the longest window every state is fresh anyway; the bound keeps the shift finite.
+  return -std::min<int64_t>(written_ms - now, 2 * kMaxWindowMs);
+}
 
 bool RegisterStateType(RedisModuleCtx* ctx) {
   RedisModuleTypeMethods methods;

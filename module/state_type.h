@@ -68,6 +68,12 @@ class StateKey {
 // RDB load or RESTORE does: see LoadShiftMs in state_type.cc).
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 
+// How far a load moves the times of a state its writer wrote at `written_ms` (its node clock):
+// back by how far that was ahead of this node's clock, when more than a second, so no wait grows
+// by the clocks' difference; 0 on a replica (it keeps its primary's times) or for a writer not
+// ahead. Every load path applies it: RDB, RESTORE, RL.SETSTATE (the AOF).
+int64_t LoadShiftMs(int64_t written_ms);
+
 // Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.
 uint64_t RejectedLoads();
 
