@@ -12,8 +12,10 @@
 namespace rl::module {
 namespace {
 
-// Aux data version: a count, then (name, spec) string pairs.
-constexpr int kAuxVersion = 1;
+// Aux data: a count, then (name, spec) string pairs. Redis tags it with the type's encoding
+// version (state_type.cc), 1 or 2; the aux format is the same in both.
+constexpr int kAuxOldestVersion = 1;
+constexpr int kAuxNewestVersion = 2;
 
 struct State {
   PolicyRegistry registry;
@@ -136,7 +138,7 @@ void PoliciesAuxSave(RedisModuleIO* rdb, int when) {
 }
 
 int PoliciesAuxLoad(RedisModuleIO* rdb, int encver, int when) {
-  if (encver != kAuxVersion) return REDISMODULE_ERR;
+  if (encver < kAuxOldestVersion || encver > kAuxNewestVersion) return REDISMODULE_ERR;
   if (when != REDISMODULE_AUX_BEFORE_RDB) return REDISMODULE_OK;
   return Policies().AuxLoad(rdb);
 }

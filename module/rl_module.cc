@@ -405,6 +405,10 @@ void Info(RedisModuleInfoCtx* ctx, int) {
   // Replayed changes (RL.APPLY) that did not reach the state the primary reported.
   RedisModule_InfoAddFieldLongLong(ctx, "apply_mismatches",
                                    static_cast<long long>(ApplyMismatches()));
+  RedisModule_InfoAddFieldLongLong(ctx, "wall_clock_steps",
+                                   static_cast<long long>(WallClockSteps()));
+  RedisModule_InfoAddFieldLongLong(ctx, "wall_clock_step_ms",
+                                   static_cast<long long>(WallClockStepMs()));
   // 1 while state changes are replicated for replicas or a backlog (the AOF adds to it).
   RedisModule_InfoAddFieldLongLong(ctx, "downstream", DownstreamActive() ? 1 : 0);
 }

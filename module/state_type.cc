@@ -1,6 +1,7 @@
 // The "ratelimit" type: callbacks over rl::KeyState's encoding, and key access for commands.
 #include "state_type.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <string_view>
@@ -14,9 +15,12 @@ namespace {
 
 // Nine characters, as the type API requires; what TYPE answers.
 constexpr const char* kTypeName = "ratelimit";
-// Encoding version of the RDB value: one string holding KeyState::Encode's bytes (which carry
-// their own format version inside).
-constexpr int kEncodingVersion = 1;
+// Encoding version of the RDB value (and of DUMP / RESTORE payloads): one string holding
+// KeyState::Encode's bytes (which carry their own format version inside); from version 2 it is
+// followed by the writer's "now" (signed ms on its node clock), so a load can tell how far
+// ahead of ours the writer's clock was. Version 1 values still load, their times as stored.
+constexpr int kEncodingVersion = 2;
+constexpr int kEncodingWithoutTime = 1;
 
 RedisModuleType* g_type = nullptr;
 std::atomic<uint64_t> g_rejected_loads{0};
@@ -60,7 +64,7 @@ std::string Encoded(const void* value) {
 }
 
 void* RdbLoad(RedisModuleIO* rdb, int encver) {
-  if (encver != kEncodingVersion) {
+  if (encver != kEncodingVersion && encver != kEncodingWithoutTime) {
     RedisModule_LogIOError(rdb, REDISMODULE_LOGLEVEL_WARNING,
                            "rl: ratelimit value of unknown encoding version %d", encver);
     ++g_rejected_loads;
@@ -74,7 +78,22 @@ void* RdbLoad(RedisModuleIO* rdb, int encver) {
     ++g_rejected_loads;
     return nullptr;
   }
-  absl::StatusOr<KeyState> state = KeyState::Decode(std::string_view(buf, len));
+  int64_t shift_ms = 0;
+  if (encver != kEncodingWithoutTime) {
+    const int64_t written_ms = RedisModule_LoadSigned(rdb);
+    if (RedisModule_IsIOError(rdb)) {
+      // Say what is wrong with the string when something is (its length was damaged).
+      const absl::StatusOr<KeyState> state = KeyState::Decode(std::string_view(buf, len));
+      RedisModule_Free(buf);
+      RedisModule_LogIOError(
+          rdb, REDISMODULE_LOGLEVEL_WARNING, "rl: %s",
+          state.ok() ? "truncated ratelimit value" : std::string(state.status().message()).c_str());
+      ++g_rejected_loads;
+      return nullptr;
+    }
+    shift_ms = LoadShiftMs(written_ms);
+  }
+  absl::StatusOr<KeyState> state = KeyState::Decode(std::string_view(buf, len), shift_ms);
   RedisModule_Free(buf);
   if (!state.ok()) {
     RedisModule_LogIOError(rdb, REDISMODULE_LOGLEVEL_WARNING, "rl: %s",
@@ -88,11 +107,13 @@ void* RdbLoad(RedisModuleIO* rdb, int encver) {
 void RdbSave(RedisModuleIO* rdb, void* value) {
   const std::string bytes = Encoded(value);
   RedisModule_SaveStringBuffer(rdb, bytes.data(), bytes.size());
+  RedisModule_SaveSigned(rdb, Clock().NowMs());
 }
 
 void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   const std::string bytes = Encoded(value);
-  RedisModule_EmitAOF(aof, "RL.SETSTATE", "sb", key, bytes.data(), bytes.size());
+  RedisModule_EmitAOF(aof, "RL.SETSTATE", "sbl", key, bytes.data(), bytes.size(),
+                      static_cast<long long>(Clock().NowMs()));
 }
 
 // The block and the logs: all the memory the value holds (the key's value pointer itself lives
@@ -112,12 +133,57 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
 
 size_t FreeEffort(RedisModuleString*, const void* value) { return Borrowed(value)->size(); }
 
+void ReplicateState(RedisModuleCtx* ctx, RedisModuleString* name, const KeyState& state) {
+  // One buffer for the module's life (commands run one at a time): no allocation per write.
+  static std::string bytes;
+  bytes.clear();
+  state.Encode(&bytes);
+  // With this node's time, so that an AOF replayed on a clock behind it keeps each wait within
+  // its limits (SetStateCommand).
+  RedisModule_Replicate(ctx, "RL.SETSTATE", "sbl", name, bytes.data(), bytes.size(),
+                        static_cast<long long>(Clock().NowMs()));
+}
+
 absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRORMSG_WRONGTYPE); }
+
+// Wall-clock steps. Redis turns a TTL into a deadline on its wall clock, while states count on
+// the node's monotonic clock: a forward step of the wall clock (date -s, an NTP step, a VM
+// resumed) ends, at once, every key whose TTL is shorter than the step, a fresh allowance that
+// Redis 7.0 gives modules no hook to veto or delay. What rl.so can do is notice: the offset
+// between the wall clock and the node clock, compared at each expiry it sets, moves by the step.
+// A slewing NTP moves it by at most 500 ppm; more than a second beyond that is a step.
+struct WallWatch {
+  int64_t offset_ms = 0;  // wall clock minus node clock at the last look
+  int64_t seen_at_ms = INT64_MIN;
+  uint64_t steps = 0;
+  int64_t step_ms = 0;
+};
+WallWatch g_wall;
+
+void WatchWallClock(int64_t now_ms) {
+  const int64_t offset = static_cast<int64_t>(RedisModule_Milliseconds()) - now_ms;
+  if (g_wall.seen_at_ms != INT64_MIN) {
+    const int64_t moved = offset - g_wall.offset_ms;
+    const int64_t slew = (now_ms - g_wall.seen_at_ms) / 1000;
+    if (moved > 1000 + slew) {
+      ++g_wall.steps;
+      g_wall.step_ms += moved;
+      RedisModule_Log(nullptr, REDISMODULE_LOGLEVEL_WARNING,
+                      "rl: the wall clock stepped forward by %lld ms: Redis has expired the "
+                      "rate-limit keys whose TTL was shorter (they start fresh); let NTP slew "
+                      "instead of stepping",
+                      static_cast<long long>(moved));
+    }
+  }
+  g_wall.offset_ms = offset;
+  g_wall.seen_at_ms = now_ms;
+}
 
 // The key's TTL for states fresh at `expiry_ms` (> now_ms). Redis adds its wall clock to the
 // TTL, so an absurd expiry (a forged RL.SETSTATE, a GCRA with a burst of 2^40 over ten years)
 // is capped at a century rather than overflowing there.
 int64_t TtlMs(int64_t expiry_ms, int64_t now_ms) {
+  WatchWallClock(now_ms);
   constexpr int64_t kMaxTtlMs = int64_t{100} * 365 * 24 * 3600 * 1000;
   return expiry_ms - now_ms > kMaxTtlMs ? kMaxTtlMs : expiry_ms - now_ms;
 }
@@ -135,6 +201,27 @@ int64_t ReplayTtlMs(int64_t expiry_ms, int64_t now_ms) {
 }
 
 }  // namespace
+
+// How far to move the times of a value written at `written_ms` on its writer's clock. A clock
+// that was ahead of ours (an RDB saved before this node's clock was set back, a VM restored from
+// a snapshot, a start before time sync, a DUMP from a node whose clock runs ahead) would make
+// every stored wait longer by the difference: a key at its limit denied for a day, a one-minute
+// lease held for a day. Such a value loads as if no time had passed since it was written, so a
+// state waits at most what its own limit, charges, block or lease explained at the writer. A
+// writer behind us needs nothing: its times only look older, as after real downtime.
+//
+// A replica keeps its primary's times as they are (a full resync's RDB, a propagated RESTORE):
+// they are the primary's decisions, and promoting the replica must not change them. So does a
+// value from a writer less than kSkewMs ahead: nodes kept in sync by NTP differ by milliseconds,
+// and MIGRATE (resharding) should carry a state unchanged, as it does a string.
+int64_t LoadShiftMs(int64_t written_ms) {
+  constexpr int64_t kSkewMs = 1000;
+  if ((RedisModule_GetContextFlags(nullptr) & REDISMODULE_CTX_FLAGS_SLAVE) != 0) return 0;
+  const int64_t now = Clock().NowMs();
+  if (written_ms <= now + kSkewMs) return 0;
+  // Beyond the longest window every state is fresh anyway; the bound keeps the shift finite.
+  return -std::min<int64_t>(written_ms - now, 2 * kMaxWindowMs);
+}
 
 bool RegisterStateType(RedisModuleCtx* ctx) {
   RedisModuleTypeMethods methods;
@@ -155,6 +242,8 @@ bool RegisterStateType(RedisModuleCtx* ctx) {
 }
 
 uint64_t RejectedLoads() { return g_rejected_loads.load(std::memory_order_relaxed); }
+uint64_t WallClockSteps() { return g_wall.steps; }
+int64_t WallClockStepMs() { return g_wall.step_ms; }
 
 StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
     : ctx_(ctx), name_(name) {
@@ -254,10 +343,20 @@ void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags) {
 }
 
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc != 3) return RedisModule_WrongArity(ctx);
+  if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
+  // The writer's time (absent from what an older rl.so wrote): an AOF replayed on a clock behind
+  // the one that wrote it moves the state's times as an RDB load does.
+  int64_t shift_ms = 0;
+  if (argc == 4) {
+    long long written_ms = 0;
+    if (RedisModule_StringToLongLong(argv[3], &written_ms) != REDISMODULE_OK) {
+      return RedisModule_ReplyWithError(ctx, "ERR invalid writer time");
+    }
+    shift_ms = LoadShiftMs(written_ms);
+  }
   size_t len = 0;
   const char* bytes = RedisModule_StringPtrLen(argv[2], &len);
-  absl::StatusOr<KeyState> decoded = KeyState::Decode(std::string_view(bytes, len));
+  absl::StatusOr<KeyState> decoded = KeyState::Decode(std::string_view(bytes, len), shift_ms);
   if (!decoded.ok()) {
     const std::string msg = "ERR " + std::string(decoded.status().message());
     return RedisModule_ReplyWithError(ctx, msg.c_str());
@@ -280,6 +379,8 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     dropped = true;
   } else {
     const int64_t expiry = decoded->ExpiryMs();
+    // Replicas (which keep the times they are sent) get the state as moved here.
+    if (shift_ms != 0) ReplicateState(ctx, argv[1], *decoded);
     RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded)));
     RedisModule_SetExpire(key, ReplayTtlMs(expiry, now));
   }
@@ -287,7 +388,7 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   RedisModule_SignalModifiedKey(ctx, argv[1]);
   if (dropped) {
     RedisModule_Replicate(ctx, "DEL", "s", argv[1]);
-  } else {
+  } else if (shift_ms == 0) {
     RedisModule_ReplicateVerbatim(ctx);
   }
   return RedisModule_ReplyWithSimpleString(ctx, "OK");

@@ -79,13 +79,27 @@ class StateKey {
   KeyState state_;               // adopts the stored block (never frees it), or a fresh state
 };
 
-// RL.SETSTATE key encoded-state: a whole state, as AOF rewrites without an RDB preamble and
-// older versions write it. Validates the encoding (a hostile payload is refused, never a crash),
-// stores it with its expiry (from upstream, as CommitReplayed keeps keys), replies OK and
-// replicates itself (DEL when the key goes).
+// RL.SETSTATE key encoded-state [writer-ms]: a whole state, as AOF rewrites without an RDB
+// preamble and older versions write it. Validates the encoding (a hostile payload is refused,
+// never a crash), stores it with its expiry (from upstream, as CommitReplayed keeps keys),
+// replies OK and replicates itself (DEL when the key goes). `writer-ms` is the writer's node
+// clock; on a node that is not a replica, a writer more than a second ahead has the state's times
+// moved back by the difference (as an RDB load or RESTORE does: see LoadShiftMs).
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+
+// How far a load moves the times of a state its writer wrote at `written_ms` (its node clock):
+// back by how far that was ahead of this node's clock, when more than a second, so no wait grows
+// by the clocks' difference; 0 on a replica (it keeps its primary's times) or for a writer not
+// ahead. Every load path applies it: RDB, RESTORE, RL.SETSTATE (the AOF).
+int64_t LoadShiftMs(int64_t written_ms);
 
 // Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.
 uint64_t RejectedLoads();
+
+// Forward steps of the wall clock seen while rl.so runs (and their total in ms), for INFO: Redis
+// expires keys by its wall clock, so such a step ends every key whose TTL was shorter, which
+// rl.so cannot prevent; it counts and logs each one it sees when it next sets a key's expiry.
+uint64_t WallClockSteps();
+int64_t WallClockStepMs();
 
 }  // namespace rl::module

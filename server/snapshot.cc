@@ -100,6 +100,13 @@ absl::Status Snapshotter::Load() {
   int64_t us = MicrosSince(started);
   int64_t cpu_us = ThreadCpuUs() - cpu_started;
   uint64_t kept = state_->limiter->KeyCount();
+  if (const int64_t ahead = snap.saved_wall_ms - state_->clock->WallMs(); ahead > 1000) {
+    // The engine then takes the save's time as now (Limiter::ImportState): say why no waits shrank.
+    Log(
+        fmt::format("snapshot {} was saved {} ms ahead of this wall clock (set back since, or "
+                    "ahead at the save): loaded as if saved just now",
+                    path, ahead));
+  }
   Log(fmt::format(
       "loaded snapshot {}: {} of {} states (the rest had refilled), {} runtime "
       "policies, saved {} ms ago, in {} ms (read and verify {} ms, import {} ms; {} ms CPU)",

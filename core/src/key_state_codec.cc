@@ -117,7 +117,21 @@ void KeyState::Encode(std::string* out) const {
   }
 }
 
-absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) {
+namespace {
+
+// `t` moved by `shift`, kept within [-kMaxTime, kMaxTime] (order-preserving, so a log's runs
+// stay sorted).
+int64_t ShiftTime(int64_t t, int64_t shift) {
+  if (shift == 0) return t;
+  const __int128 moved = static_cast<__int128>(t) + shift;
+  return static_cast<int64_t>(std::clamp<__int128>(moved, -kMaxTime, kMaxTime));
+}
+
+}  // namespace
+
+absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) { return Decode(data, 0); }
+
+absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_ms) {
   Reader r(data);
   uint64_t version = 0, count = 0;
   if (!r.U(1, &version) || !r.U(2, &count)) return Corrupt("truncated header");
@@ -214,7 +228,13 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) {
   Store<uint32_t>(p + 4, static_cast<uint32_t>(kHeaderBytes));
   state.block_ = p;  // owned from here on, so a throwing allocation leaks nothing
   size_t off = kHeaderBytes;
-  for (const Parsed& e : entries) {
+  for (Parsed& e : entries) {
+    // Times are validated as stored and moved afterwards; words[0] is the time of every
+    // two- and three-word state (last update, TAT or window start).
+    e.expiry = ShiftTime(e.expiry, shift_ms);
+    e.words[0] = ShiftTime(e.words[0], shift_ms);
+    for (auto& run : e.runs) run.first = ShiftTime(run.first, shift_ms);
+    for (auto& lease : e.leases) lease.second = ShiftTime(lease.second, shift_ms);
     Store<uint64_t>(p + off, e.scope);
     Store<uint64_t>(p + off + 8, e.id);
     b.set_expiry(off, e.expiry);

@@ -75,6 +75,14 @@ class Limiter::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   Clock* clock_;
+  // The least offset from the monotonic clock to the wall-clock frame that snapshots use: the
+  // newest wall time this limiter has exported or imported, as an offset, so its time base never
+  // runs back past a time it persisted. A snapshot written by a clock that was ahead (or a wall
+  // clock stepped back since) then loads as if no time had passed since it was written, rather
+  // than with every stored time in the future (see snapshot.cc).
+  mutable std::atomic<int64_t> min_to_wall_{INT64_MIN};
+  // The offset to use now: the wall clock's, raised to min_to_wall_ and recorded there.
+  int64_t ToWall(int64_t mono_now, int64_t floor_wall) const;
   internal::ExpiryCodec expiry_;
   uint64_t seed_;      // replaced by ImportState (before any state exists)
   size_t shard_mask_;  // shard count - 1 (a power of two)

@@ -96,12 +96,23 @@ absl::Status Limiter::ImportState(std::string_view data, uint64_t* states) {
   return impl_->ImportState(data, states);
 }
 
+int64_t Limiter::Impl::ToWall(int64_t mono_now, int64_t floor_wall) const {
+  const int64_t wanted = std::max(Shift(clock_->WallMs(), -mono_now), Shift(floor_wall, -mono_now));
+  int64_t seen = min_to_wall_.load(std::memory_order_relaxed);
+  while (seen < wanted &&
+         !min_to_wall_.compare_exchange_weak(seen, wanted, std::memory_order_relaxed)) {
+  }
+  return std::max(seen, wanted);
+}
+
 absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) const {
   out->clear();
   Writer w(out);
   const int64_t mono_now = clock_->NowMs();
-  const int64_t wall_now = clock_->WallMs();
-  const int64_t to_wall = wall_now - mono_now;
+  // Never before a wall time already exported or imported: a wall clock stepped back meanwhile
+  // must not make this snapshot's times look newer than those of the last.
+  const int64_t to_wall = ToWall(mono_now, INT64_MIN);
+  const int64_t wall_now = Shift(mono_now, to_wall);
   out->append(kMagic, sizeof(kMagic));
   w.Put<uint32_t>(kVersion);
   w.Put<uint32_t>(static_cast<uint32_t>(shard_mask_ + 1));
@@ -292,8 +303,14 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   }
   if (KeyCount() != 0) return absl::FailedPreconditionError("limiter already holds state");
 
+  // The exporter wrote every time relative to its wall clock at `exported_wall`; a state then
+  // waited at most its own window, block or lease from there. If our wall clock is behind that
+  // (the exporter's was ahead, or ours was stepped back: a VM restored from a snapshot, a start
+  // before time sync), taking it at its word would push every wait into the future by the
+  // difference. The time base is then the export's instead: as if no time had passed since, which
+  // keeps each wait within its own length and can only admit less than the truth.
   const int64_t mono_now = clock_->NowMs();
-  const int64_t to_mono = mono_now - clock_->WallMs();
+  const int64_t to_mono = -ToWall(mono_now, exported_wall);
   const size_t records_at = r.pos();
   // First pass: validate everything before touching the store, so a malformed snapshot changes
   // nothing, and count the kept states per shard and table so each table is sized once (growing

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rl/lease.h"
 #include "rl/limiter.h"
 
 #define XXH_INLINE_ALL
@@ -175,6 +176,70 @@ TEST(Snapshot, LogRequestsFromTheFutureCountAsNow) {
   d = *b.Check("s", "k", {log}, 5);
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.remaining, 0);
+}
+
+// A snapshot saved by a clock a day ahead (or loaded after the wall clock was set back a day: a
+// VM restored from a snapshot, a start before time sync) loads as if no time had passed since the
+// save: every state waits at most what its own limit, charges, block or lease explained then, not
+// a day more. The limiter's own next export keeps that time base, so a third limiter on the true
+// clock reads it the same way.
+TEST(Snapshot, SavedByAClockADayAheadWaitsNoLongerThanItsLimits) {
+  constexpr int64_t kDay = int64_t{24} * 3600 * 1000;
+  const Limit bucket{Algorithm::kTokenBucket, 2, 60000};
+  const Limit gcra{Algorithm::kGcra, 2, 60000};
+  const Limit leaky{Algorithm::kLeakyBucket, 2, 60000};
+  const Limit window{Algorithm::kSlidingWindow, 2, 60000};
+  const Limit fixed{Algorithm::kFixedWindow, 2, 60000};
+  const Limit blocked{Algorithm::kSlidingLog, 1, 60000, 0, 5 * 60000};
+  const Limit lease{Algorithm::kConcurrency, 1, 60000};
+  ManualClock ahead(1000, kWall + kDay);
+  Limiter a(LimiterOptions{.sweep_interval_ms = 0, .clock = &ahead});
+  for (const Limit& l : {bucket, gcra, leaky, window, fixed, blocked}) {
+    for (int i = 0; i < 3; ++i) (void)a.Check("", "k", {l}, 1);
+    ASSERT_FALSE(a.Check("", "k", {l}, 1)->allowed) << FormatLimit(l);
+  }
+  ASSERT_TRUE(a.Charge("", "debt", {bucket}, 10).ok());  // into debt: answered as denied
+  const int64_t debt_wait = a.Check("", "debt", {bucket}, 1)->retry_after_ms;
+  ASSERT_GT(debt_wait, 60000);
+  Lease held = *a.Acquire("", "lease", {lease});
+  ASSERT_TRUE(held.held());
+  held.Detach();
+  // What each wait was at the save (a sliding window's may pass its window: the previous
+  // window's weight).
+  std::vector<int64_t> saved;
+  for (const Limit& l : {bucket, gcra, leaky, window, fixed, blocked}) {
+    saved.push_back(a.Peek("", "k", {l}, 1)->retry_after_ms);
+    EXPECT_LE(saved.back(), l.block_ms > 0 ? l.block_ms : 2 * l.window_ms) << FormatLimit(l);
+  }
+  std::string snapshot;
+  ASSERT_TRUE(a.ExportState(&snapshot).ok());
+
+  const auto expect_bounded = [&](Limiter& b, const char* when) {
+    size_t i = 0;
+    for (const Limit& l : {bucket, gcra, leaky, window, fixed, blocked}) {
+      const Decision d = *b.Peek("", "k", {l}, 1);
+      EXPECT_FALSE(d.allowed) << when << " " << FormatLimit(l) << ": the saved state holds";
+      EXPECT_GT(d.retry_after_ms, 0) << when << " " << FormatLimit(l);
+      EXPECT_LE(d.retry_after_ms, saved[i++]) << when << " " << FormatLimit(l);
+    }
+    const Decision debt = *b.Peek("", "debt", {bucket}, 1);
+    EXPECT_FALSE(debt.allowed) << when;
+    EXPECT_LE(debt.retry_after_ms, debt_wait) << when << ": the debt";
+    const Decision busy = *b.Peek("", "lease", {lease}, 1);
+    EXPECT_FALSE(busy.allowed) << when << ": the lease is still held";
+    EXPECT_LE(busy.retry_after_ms, lease.window_ms) << when << ": the lease";
+  };
+  ManualClock behind(5, kWall);
+  Limiter b(LimiterOptions{.sweep_interval_ms = 0, .clock = &behind});
+  ASSERT_TRUE(b.ImportState(snapshot).ok());
+  expect_bounded(b, "loaded a day behind");
+
+  behind.Advance(1000);
+  std::string again;
+  ASSERT_TRUE(b.ExportState(&again).ok());
+  Limiter c(LimiterOptions{.sweep_interval_ms = 0, .clock = &behind});
+  ASSERT_TRUE(c.ImportState(again).ok());
+  expect_bounded(c, "its own export, loaded on the same clock");
 }
 
 // Two runs of one millisecond (a count past a run's 24-bit field starts a second one) are a

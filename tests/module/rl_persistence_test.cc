@@ -343,8 +343,9 @@ TEST_F(RlPersistenceTest, TamperedRestorePayloadsAreRefused) {
   const std::string payload = server.Call({"DUMP", "k"}).str;
   // Envelope: type 7 (module, v2), 0x81 + the 8-byte module id (name and encoding version),
   // opcode 5 (string) + length + rl::KeyState's encoding (version 1, count 1, scope 8, algorithm
-  // 1, window 8, expiry 8, two words 16: 44 bytes), EOF, RDB version (2), CRC-64 (8).
-  ASSERT_EQ(payload.size(), 1u + 9 + 2 + 44 + 1 + 2 + 8) << Show(server.Call({"DUMP", "k"}));
+  // 1, window 8, expiry 8, two words 16: 44 bytes), opcode 2 (unsigned) + 0x81 + 8 bytes (the
+  // writer's time), EOF, RDB version (2), CRC-64 (8).
+  ASSERT_EQ(payload.size(), 1u + 9 + 2 + 44 + 10 + 1 + 2 + 8) << Show(server.Call({"DUMP", "k"}));
   ASSERT_EQ(payload[0], 7);
   ASSERT_EQ(static_cast<unsigned char>(payload[1]), 0x81);
   ASSERT_EQ(payload[10], 5);
@@ -359,14 +360,15 @@ TEST_F(RlPersistenceTest, TamperedRestorePayloadsAreRefused) {
     char value;
     const char* log;  // in the server log
   } tampers[] = {
-      {"type encoding version", 9, static_cast<char>(payload[9] ^ 3),
-       "rl: ratelimit value of unknown encoding version 2"},
+      {"type encoding version", 9, static_cast<char>(payload[9] ^ 1),
+       "rl: ratelimit value of unknown encoding version 3"},
       {"state encoding version", 12, 3, "unsupported encoding version 3"},
       {"state count", 14, static_cast<char>(0xff), "too many states"},  // high byte
       {"algorithm", 12 + 3 + 8, 9, "unknown algorithm"},
       {"window", 12 + 3 + 9 + 7, static_cast<char>(0x7f), "bad window"},
       {"short string", 11, 20, "truncated entry"},
-      {"long string", 11, 63, "rl: truncated ratelimit value"},
+      // 63 (the longest one-byte length) takes in the writer's time after it, and then some.
+      {"long string", 11, 63, "trailing bytes"},
   };
   long long rejected = 0;
   for (const Tamper& tamper : tampers) {

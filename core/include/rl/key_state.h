@@ -103,6 +103,11 @@ class KeyState {
   // refuses anything malformed with an error: it never crashes on hostile bytes.
   void Encode(std::string* out) const;
   static absl::StatusOr<KeyState> Decode(std::string_view data);
+  // Decode that moves every stored time (last updates, window starts, log entries, block ends,
+  // lease ends, expiries) by `shift_ms`, saturating: a state written by a clock that was ahead of
+  // ours by d loads with shift -d, so each time keeps its distance from the writer's "now" and no
+  // wait grows by the clocks' difference.
+  static absl::StatusOr<KeyState> Decode(std::string_view data, int64_t shift_ms);
 
   // The whole state is one pointer (null when empty). A holder that has a pointer-sized slot
   // of its own can keep the state there instead of in a KeyState object: rl.so stores it as

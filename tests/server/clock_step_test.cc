@@ -1,0 +1,106 @@
+// rl-server restarted on a snapshot written by a wall clock a day ahead (a VM restored from a
+// snapshot, a service started before time sync, seen from the other side): no state may then wait
+// longer than its own limit, charges, block or lease would. The writer runs under an LD_PRELOAD
+// shim that shifts its wall clock (tests/support/wall_shift.cc); the reader runs on the true one.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "resp_client.h"
+#include "server_process.h"
+
+namespace rl::test {
+namespace {
+
+using Cmd = std::vector<std::string>;
+constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
+
+// Starts rl-server with its wall clock shifted by `shift_ms` (the child inherits the variables).
+std::unique_ptr<ServerProcess> StartShifted(const std::vector<std::string>& flags,
+                                            int64_t shift_ms) {
+  setenv("LD_PRELOAD", RL_WALL_SHIFT_PATH, 1);
+  setenv("RL_TEST_WALL_SHIFT_MS", std::to_string(shift_ms).c_str(), 1);
+  auto server = std::make_unique<ServerProcess>(flags);
+  unsetenv("LD_PRELOAD");
+  unsetenv("RL_TEST_WALL_SHIFT_MS");
+  return server;
+}
+
+// The first denial of `cmd` within 10 calls: its reply.
+Reply FirstDenial(RespClient& c, const Cmd& cmd) {
+  Reply r;
+  for (int n = 0; n < 10; ++n) {
+    r = c.Call(cmd);
+    if (r.elements.size() >= 5 && r.elements[0].integer == 0) break;
+  }
+  return r;
+}
+
+TEST(ClockStepTest, SnapshotFromAClockADayAheadWaitsNoLongerThanItsLimits) {
+  char tmpl[] = "/tmp/rl-clock-step-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::vector<std::string> flags = {"--snapshot", dir + "/state.rlsnap", "--threads", "2"};
+
+  const Cmd bucket = {"RL.CHECK", "tb", "TOKEN_BUCKET", "2", "1m"};
+  const Cmd leaky = {"RL.CHECK", "lb", "LEAKY_BUCKET", "2", "1m"};
+  const Cmd blocked = {"RL.CHECK", "blk", "SLIDING_LOG", "1", "1m", "BLOCK", "5m"};
+  const Cmd debt = {"RL.CHECK", "debt", "TOKEN_BUCKET", "2", "1m"};
+  const Cmd lease = {"RL.ACQUIRE", "lease", "CONCURRENCY", "1", "LEASE", "1m"};
+  int64_t debt_retry = 0;
+  {
+    std::unique_ptr<ServerProcess> ahead = StartShifted(flags, kDayMs);
+    ASSERT_GT(ahead->port(), 0);
+    RespClient c(ahead->port());
+    // The shim works: the server's TIME is a day ahead of ours.
+    const int64_t server_s = std::stoll(c.Call({"TIME"}).elements.at(0).str);
+    ASSERT_GT(server_s - time(nullptr), kDayMs / 1000 - 60) << "the wall-clock shim is not active";
+    ASSERT_EQ(FirstDenial(c, bucket).elements.at(0).integer, 0);
+    ASSERT_EQ(FirstDenial(c, leaky).elements.at(0).integer, 0);
+    ASSERT_EQ(FirstDenial(c, blocked).elements.at(0).integer, 0);
+    ASSERT_EQ(
+        c.Call({"RL.CHARGE", "debt", "TOKEN_BUCKET", "2", "1m", "COST", "10"}).elements.size(),
+        5u);  // into debt
+    const Reply d = c.Call(debt);
+    ASSERT_EQ(d.elements.at(0).integer, 0);
+    debt_retry = d.elements.at(3).integer;
+    ASSERT_GT(debt_retry, 60000) << "ten charged against two a minute is minutes of debt";
+    ASSERT_EQ(c.Call(lease).elements.at(0).integer, 1);
+    ASSERT_EQ(ahead->Terminate(), 0);  // saves
+  }
+  ServerOptions logged;
+  logged.quiet = false;
+  logged.stderr_path = dir + "/log";
+  ServerProcess server(flags, logged);
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  const auto expect_wait = [&](const Cmd& cmd, int64_t most, const char* what) {
+    const Reply r = c.Call(cmd);
+    ASSERT_GE(r.elements.size(), 5u) << what << ": " << r.str;
+    EXPECT_EQ(r.elements[0].integer, 0) << what << ": the saved state must still hold";
+    EXPECT_GT(r.elements[3].integer, 0) << what;
+    EXPECT_LE(r.elements[3].integer, most) << what << ": waits longer than its own limit";
+    std::printf("after the restart, %s: retry_after_ms %lld\n", what,
+                static_cast<long long>(r.elements[3].integer));
+  };
+  expect_wait(bucket, 60000, "TOKEN_BUCKET 2 1m");
+  expect_wait(leaky, 60000, "LEAKY_BUCKET 2 1m");
+  expect_wait(blocked, 5 * 60000, "BLOCK 5m");
+  expect_wait(debt, debt_retry, "debt charged before the restart");
+  expect_wait(lease, 60000, "LEASE 1m");
+  std::ifstream log_file(dir + "/log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)), {});
+  EXPECT_NE(log.find("ahead of this wall clock"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace rl::test
