@@ -24,6 +24,7 @@ struct ServerState;
 class WorkerStats;
 
 struct CommandSpec;
+class Transaction;
 
 // Per-connection state that commands read and change. CLIENT LIST reads it from other threads:
 // the fields after `id` that change are atomics or written under the ClientRegistry's lock.
@@ -59,6 +60,8 @@ struct CommandContext {
   WorkerStats& stats;
   // The connection's last parsed limit list (RL.* commands reuse it); null = parse every time.
   rl::command::LimitCache* limit_cache = nullptr;
+  // The connection's MULTI/WATCH state; null when not run by a connection.
+  Transaction* txn = nullptr;
 };
 
 using Handler = void (*)(CommandContext& ctx);
@@ -74,6 +77,8 @@ enum CommandFlag : uint32_t {
   // Refused unless enable-debug-command allows the client (Redis's CMD_PROTECTED), and left out
   // of COMMAND's lists while it is off.
   kCmdProtected = 1u << 7,
+  // Runs at once inside MULTI instead of being queued (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET).
+  kCmdNoQueue = 1u << 8,
 };
 
 // Argument docs (COMMAND DOCS) are the command layer's, shared with rl.so.

@@ -11,6 +11,7 @@
 #include "command_table.h"
 #include "server.h"
 #include "server_state.h"
+#include "transaction.h"
 
 namespace rl::server {
 namespace {
@@ -232,6 +233,7 @@ void Quit(CommandContext& ctx) {
 }
 
 void Reset(CommandContext& ctx) {
+  if (ctx.txn != nullptr) ctx.txn->Reset();  // discards MULTI, forgets WATCHed keys
   ctx.state.clients.Update(ctx.session, [](ClientSession& s) {
     s.protocol = 2;
     s.name.clear();
@@ -324,10 +326,11 @@ void AddConnectionCommands(std::vector<CommandSpec>* rows) {
     }
     rows->push_back(std::move(client));
   }
-  rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale, Quit,
-                      "Closes the connection.", "1.0.0"));
-  rows->push_back(Row(g, "reset", 1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale, Reset,
-                      "Resets the connection.", "6.2.0"));
+  // QUIT and RESET run at once inside MULTI, as in Redis.
+  rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale | kCmdNoQueue,
+                      Quit, "Closes the connection.", "1.0.0"));
+  rows->push_back(Row(g, "reset", 1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale | kCmdNoQueue,
+                      Reset, "Resets the connection.", "6.2.0"));
 }
 
 }  // namespace rl::server

@@ -5,6 +5,7 @@
 // store and its command table rows. Inline limits are parsed into a fixed array (or taken from the
 // connection's LimitCache when the client sends the same list again) and replies go straight into
 // the connection's output buffer, so a check allocates nothing.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,13 +38,19 @@ class ServerEngine {
     if (d.ok()) {
       ctx_.stats.RecordCheck(KindOf(r), r.scope, d->allowed, r.shadow && !d->allowed, d->limit,
                              d->remaining);
+      if (CheckChanged(r.limits, r.cost, *d)) Changed(r.key, &*d);
     }
     return d;
   }
   absl::StatusOr<Decision> Peek(const Request& r) { return engine_.Peek(r); }
-  absl::StatusOr<int64_t> Reset(const Request& r) { return engine_.Reset(r); }
-  absl::StatusOr<Decision> Refund(const Request& r) { return engine_.Refund(r); }
-  absl::StatusOr<Decision> Charge(const Request& r) { return engine_.Charge(r); }
+  absl::StatusOr<int64_t> Reset(const Request& r) {
+    absl::StatusOr<int64_t> n = engine_.Reset(r);
+    if (n.ok() && *n > 0) Changed(r.key, nullptr);
+    return n;
+  }
+  // Both always apply (limiter.h).
+  absl::StatusOr<Decision> Refund(const Request& r) { return Applied(r.key, engine_.Refund(r)); }
+  absl::StatusOr<Decision> Charge(const Request& r) { return Applied(r.key, engine_.Charge(r)); }
   // An acquire counts as a check of its policy (allowed: a lease was granted).
   absl::StatusOr<Acquired> Acquire(const Request& r) {
     absl::StatusOr<Acquired> a = engine_.Acquire(r);
@@ -51,15 +58,22 @@ class ServerEngine {
       const Decision& d = a->decision;
       ctx_.stats.RecordCheck(KindOf(r), r.scope, d.allowed, r.shadow && !d.allowed, d.limit,
                              d.remaining);
+      // A denied acquire holds and changes nothing; a shadow denial takes no lease.
+      if (d.allowed && !d.shadow_denied) Changed(r.key, &d);
     }
     return a;
   }
-  absl::StatusOr<bool> Release(const ReleaseRequest& r) { return engine_.Release(r); }
+  absl::StatusOr<bool> Release(const ReleaseRequest& r) {
+    absl::StatusOr<bool> held = engine_.Release(r);
+    if (held.ok() && *held) Changed(r.key, nullptr);
+    return held;
+  }
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     absl::StatusOr<Decision> d = engine_.Throttle(t);
     if (d.ok()) {
       ctx_.stats.RecordCheck(CheckKind::kThrottle, {}, d->allowed, false, t.limit.capacity(),
                              d->remaining);
+      if (CheckChanged(absl::MakeConstSpan(&t.limit, 1), t.quantity, *d)) Changed(t.key, &*d);
     }
     return d;
   }
@@ -69,6 +83,31 @@ class ServerEngine {
   // Statistics are kept by kind, so a policy named like an internal user has its own counters.
   static CheckKind KindOf(const Request& r) {
     return r.scope == command::kInlineScope ? CheckKind::kInline : CheckKind::kPolicy;
+  }
+
+  // Whether a check changed its key's state (what WATCH sees): consumed, or started a penalty
+  // block (a denial then has the block's whole length to wait). A denial otherwise, a shadow
+  // denial and a check of cost 0 change nothing.
+  static bool CheckChanged(absl::Span<const Limit> limits, int64_t cost, const Decision& d) {
+    if (d.allowed) return cost > 0 && !d.shadow_denied;
+    for (size_t i = 0; i < d.count && i < limits.size(); ++i) {
+      if (limits[i].block_ms > 0 && d.limits[i].retry_after_ms == limits[i].block_ms) return true;
+    }
+    return false;
+  }
+  absl::StatusOr<Decision> Applied(std::string_view key, absl::StatusOr<Decision> d) {
+    if (d.ok()) Changed(key, &*d);
+    return d;
+  }
+  // Tells the watch registry; the key's states become fresh after the longest reset of `d`
+  // (now, when they were removed).
+  void Changed(std::string_view key, const Decision* d) {
+    int64_t fresh_after = 0;
+    for (size_t i = 0; d != nullptr && i < d->count; ++i) {
+      fresh_after = std::max(fresh_after, d->limits[i].reset_after_ms);
+    }
+    const int64_t now = ctx_.state.limiter->clock().NowMs();
+    ctx_.state.watches.Changed(key, now + fresh_after);
   }
 
   CommandContext& ctx_;
