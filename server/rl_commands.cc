@@ -38,14 +38,19 @@ class ServerEngine {
     if (d.ok()) {
       ctx_.stats.RecordCheck(KindOf(r), r.scope, d->allowed, r.shadow && !d->allowed, d->limit,
                              d->remaining);
-      if (CheckChanged(r.limits, r.cost, *d)) Changed(r.key, &*d);
+      if (Watched() && CheckChanged(r.limits, r.cost, *d)) Changed(r.key);
     }
     return d;
   }
-  absl::StatusOr<Decision> Peek(const Request& r) { return engine_.Peek(r); }
+  // A watching client's read of a watched key: EXEC fails if the state becomes fresh before it.
+  absl::StatusOr<Decision> Peek(const Request& r) {
+    absl::StatusOr<Decision> d = engine_.Peek(r);
+    if (d.ok() && ctx_.txn != nullptr && ctx_.txn->watching()) ReadByWatcher(r);
+    return d;
+  }
   absl::StatusOr<int64_t> Reset(const Request& r) {
     absl::StatusOr<int64_t> n = engine_.Reset(r);
-    if (n.ok() && *n > 0) Changed(r.key, nullptr);
+    if (Watched() && n.ok() && *n > 0) Changed(r.key);
     return n;
   }
   // Both always apply (limiter.h).
@@ -59,13 +64,13 @@ class ServerEngine {
       ctx_.stats.RecordCheck(KindOf(r), r.scope, d.allowed, r.shadow && !d.allowed, d.limit,
                              d.remaining);
       // A denied acquire holds and changes nothing; a shadow denial takes no lease.
-      if (d.allowed && !d.shadow_denied) Changed(r.key, &d);
+      if (Watched() && d.allowed && !d.shadow_denied) Changed(r.key);
     }
     return a;
   }
   absl::StatusOr<bool> Release(const ReleaseRequest& r) {
     absl::StatusOr<bool> held = engine_.Release(r);
-    if (held.ok() && *held) Changed(r.key, nullptr);
+    if (Watched() && held.ok() && *held) Changed(r.key);
     return held;
   }
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
@@ -73,7 +78,9 @@ class ServerEngine {
     if (d.ok()) {
       ctx_.stats.RecordCheck(CheckKind::kThrottle, {}, d->allowed, false, t.limit.capacity(),
                              d->remaining);
-      if (CheckChanged(absl::MakeConstSpan(&t.limit, 1), t.quantity, *d)) Changed(t.key, &*d);
+      if (Watched() && CheckChanged(absl::MakeConstSpan(&t.limit, 1), t.quantity, *d)) {
+        Changed(t.key);
+      }
     }
     return d;
   }
@@ -96,19 +103,27 @@ class ServerEngine {
     return false;
   }
   absl::StatusOr<Decision> Applied(std::string_view key, absl::StatusOr<Decision> d) {
-    if (d.ok()) Changed(key, &*d);
+    if (Watched() && d.ok()) Changed(key);
     return d;
   }
-  // Tells the watch registry; the key's states become fresh after the longest reset of `d`
-  // (now, when they were removed).
-  void Changed(std::string_view key, const Decision* d) {
+  // When the state read becomes fresh: the resets of a peek of cost 0 (a peek's own answer
+  // counts its cost as used).
+  void ReadByWatcher(const Request& r) {
+    Request now_state = r;
+    now_state.limits = r.limits;  // into r's storage, alive for this call
+    now_state.cost = 0;
+    absl::StatusOr<Decision> d = engine_.Peek(now_state);
+    if (!d.ok()) return;
     int64_t fresh_after = 0;
-    for (size_t i = 0; d != nullptr && i < d->count; ++i) {
+    for (size_t i = 0; i < d->count; ++i) {
       fresh_after = std::max(fresh_after, d->limits[i].reset_after_ms);
     }
     const int64_t now = ctx_.state.limiter->clock().NowMs();
-    ctx_.state.watches.Changed(key, now + fresh_after);
+    ctx_.txn->Read(r.key, now, now + fresh_after);
   }
+  // Whether anybody WATCHes a key: otherwise a change costs nothing more.
+  bool Watched() const { return ctx_.state.watches.watched_keys() > 0; }
+  void Changed(std::string_view key) { ctx_.state.watches.Changed(key); }
 
   CommandContext& ctx_;
   command::LimiterEngine engine_;

@@ -6,63 +6,29 @@
 
 #include <algorithm>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "command_families.h"
 #include "server.h"
 #include "server_state.h"
 
 namespace rl::server {
-namespace {
-
-constexpr uint64_t kTimeMask = (uint64_t{1} << 48) - 1;
-
-uint64_t HashKey(std::string_view key) {
-  return absl::Hash<absl::string_view>{}(absl::string_view(key.data(), key.size()));
-}
-
-}  // namespace
-
 // ---- WatchRegistry ----
 
-WatchRegistry::WatchRegistry() : fresh_(std::make_unique<std::atomic<uint64_t>[]>(kFreshSlots)) {}
-
-int64_t WatchRegistry::FreshAt(std::string_view key) const {
-  const uint64_t h = HashKey(key);
-  const uint64_t slot = fresh_[h & (kFreshSlots - 1)].load(std::memory_order_relaxed);
-  if ((slot >> 48) != (h >> 48)) return 0;
-  return static_cast<int64_t>(slot & kTimeMask);
-}
-
-void WatchRegistry::Changed(std::string_view key, int64_t fresh_at) {
-  const uint64_t h = HashKey(key);
-  std::atomic<uint64_t>& slot = fresh_[h & (kFreshSlots - 1)];
-  const uint64_t tag = h >> 48;
-  const auto t = static_cast<uint64_t>(std::clamp<int64_t>(fresh_at, 1, kTimeMask));
-  const uint64_t old = slot.load(std::memory_order_relaxed);
-  // The latest time any of the key's states becomes fresh; another key takes the slot over.
-  if ((old >> 48) != tag || (old & kTimeMask) < t) {
-    slot.store(tag << 48 | t, std::memory_order_relaxed);
-  }
-  // A WATCH registers under mu_ before the watcher reads or changes anything; a change that runs
-  // after those reads took a shard lock after them, so it sees the registration here.
-  if (watched_.load(std::memory_order_relaxed) == 0) return;
+void WatchRegistry::Changed(std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_key_.find(absl::string_view(key.data(), key.size()));
   if (it == by_key_.end()) return;
   for (WatchSet* set : it->second) set->dirty.store(true, std::memory_order_relaxed);
 }
 
-void WatchRegistry::Watch(WatchSet* set, std::string_view key, int64_t now) {
+void WatchRegistry::Watch(WatchSet* set, std::string_view key) {
   for (const WatchSet::Key& k : set->keys) {
     if (k.key == key) return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    by_key_[std::string(key)].push_back(set);
-    watched_.store(by_key_.size(), std::memory_order_relaxed);
-  }
-  set->keys.push_back({std::string(key), FreshAt(key), now});
+  set->keys.push_back({std::string(key)});
+  std::lock_guard<std::mutex> lock(mu_);
+  by_key_[std::string(key)].push_back(set);
+  watched_.store(by_key_.size(), std::memory_order_relaxed);
 }
 
 void WatchRegistry::UnwatchAll(WatchSet* set) {
@@ -81,13 +47,21 @@ void WatchRegistry::UnwatchAll(WatchSet* set) {
   set->dirty.store(false, std::memory_order_relaxed);
 }
 
-bool WatchRegistry::Dirty(const WatchSet& set, int64_t now) const {
+bool WatchRegistry::Dirty(const WatchSet& set, int64_t now) {
   if (set.dirty.load(std::memory_order_relaxed)) return true;
   for (const WatchSet::Key& k : set.keys) {
-    // Live at WATCH (as far as its slot knew) and fresh by now: expired in between.
-    if (k.fresh_at > k.watched_at && k.fresh_at <= now) return true;
+    // Live when the client read it, fresh by now: expired in between.
+    if (k.fresh_at > k.read_at && k.fresh_at <= now) return true;
   }
   return false;
+}
+
+void Transaction::Read(std::string_view key, int64_t now, int64_t fresh_at) {
+  for (WatchSet::Key& k : watch_.keys) {
+    if (k.key != key || fresh_at <= now) continue;
+    if (k.fresh_at <= k.read_at) k.read_at = now;  // the first live read
+    k.fresh_at = std::max(k.fresh_at, fresh_at);
+  }
 }
 
 // ---- Transaction ----
@@ -169,8 +143,7 @@ void Transaction::DiscardCommand(resp::Writer& w) {
 
 void Transaction::WatchCommand(CommandContext& ctx) {
   if (active_) return ctx.w.Error("ERR WATCH inside MULTI is not allowed");
-  const int64_t now = state_.limiter->clock().NowMs();
-  for (size_t i = 1; i < ctx.args.size(); ++i) state_.watches.Watch(&watch_, ctx.args[i], now);
+  for (size_t i = 1; i < ctx.args.size(); ++i) state_.watches.Watch(&watch_, ctx.args[i]);
   ctx.w.SimpleString("OK");
 }
 

@@ -5,11 +5,12 @@
 //    EXEC that runs RL.* commands or checks watched keys takes every slot. So no other client's
 //    command runs while a transaction runs, and clients that use no transaction pay one
 //    uncontended lock per batch.
-//  - WatchRegistry tells a WATCH that its key changed: exactly per key (every command that changed
-//    a key's state marks the clients watching that key), plus an expiry table: the time a key's
-//    states become fresh, as of its last change, in a table of kFreshSlots slots. A key whose
-//    slot another key's change took since is not known to expire (documented in docs/commands.md).
-//  - Transaction is one connection's MULTI queue and WATCH set, bounded in commands and bytes.
+//  - WatchRegistry tells a WATCH that its key changed, exactly per key: every command that changed
+//    a key's state marks the clients watching that key. Nothing is done per command while nobody
+//    watches anything (one relaxed load).
+//  - Transaction is one connection's MULTI queue and WATCH set, bounded in commands and bytes. A
+//    watched key's state that the client read after WATCH (RL.PEEK) and that becomes fresh before
+//    EXEC counts as changed (expired), as a Redis key read with a TTL that expires would.
 #pragma once
 
 #include <atomic>
@@ -61,8 +62,10 @@ class TransactionGate {
 struct WatchSet {
   struct Key {
     std::string key;
-    int64_t fresh_at;    // when its states become fresh, as known at WATCH; 0 = unknown
-    int64_t watched_at;  // the limiter's time at WATCH
+    // When the state this client read after WATCH becomes fresh, and when it read it (0 = not
+    // read, or fresh when read).
+    int64_t fresh_at = 0;
+    int64_t read_at = 0;
   };
   std::atomic<bool> dirty{false};  // a watched key changed since WATCH
   std::vector<Key> keys;
@@ -70,30 +73,24 @@ struct WatchSet {
 
 class WatchRegistry {
  public:
-  static constexpr size_t kFreshSlots = size_t{1} << 16;
-
-  WatchRegistry();
   // Adds `key` to `set` (once) and marks it as changed by anyone from now on.
-  void Watch(WatchSet* set, std::string_view key, int64_t now);
+  void Watch(WatchSet* set, std::string_view key);
   // Forgets every key of `set` and clears its dirty mark.
   void UnwatchAll(WatchSet* set);
   // A command changed the state of `key` (consumed, reset, refunded, charged, leased, released,
-  // started a block); its states become fresh at `fresh_at`. Marks the key's watchers. Costs a
-  // hash and a table slot when nobody watches anything.
-  void Changed(std::string_view key, int64_t fresh_at);
-  // Whether a watched key of `set` changed, or became fresh, since its WATCH.
-  bool Dirty(const WatchSet& set, int64_t now) const;
+  // started a block): marks the key's watchers. Call only when watched_keys() > 0.
+  void Changed(std::string_view key);
+  // Whether a watched key of `set` changed, or a state read after WATCH became fresh, by `now`.
+  static bool Dirty(const WatchSet& set, int64_t now);
+  // Keys watched by anyone. Read without a lock: a WATCH registers before the watcher reads or
+  // changes anything, and a change that runs after those took a shard lock after them, so it
+  // sees the registration.
   size_t watched_keys() const { return watched_.load(std::memory_order_relaxed); }
 
  private:
-  // When `key`'s states become fresh as far as its slot knows; 0 when another key took the slot.
-  int64_t FreshAt(std::string_view key) const;
-
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::vector<WatchSet*>> by_key_;
-  std::atomic<size_t> watched_{0};  // by_key_.size(), read without the lock by Changed
-  // Per slot: a 16-bit tag of the key's hash and 48 bits of fresh-at time.
-  std::unique_ptr<std::atomic<uint64_t>[]> fresh_;
+  std::atomic<size_t> watched_{0};  // by_key_.size()
 };
 
 // A connection's MULTI state. Lives on its connection's I/O thread, except `watch_.dirty`.
@@ -125,6 +122,10 @@ class Transaction {
   // Ends MULTI (if any) and forgets the watched keys: DISCARD, EXEC, RESET.
   void Reset();
   WatchSet* watch() { return &watch_; }
+  bool watching() const { return !watch_.keys.empty(); }
+  // This client read `key`'s state (RL.PEEK) at `now`; it becomes fresh at `fresh_at`. Kept for
+  // a watched key, so EXEC fails if that happens before it.
+  void Read(std::string_view key, int64_t now, int64_t fresh_at);
 
  private:
   struct Queued {
