@@ -48,6 +48,9 @@ struct ClientSession {
   std::atomic<size_t> query_used{0};
   std::atomic<size_t> query_size{0};
   std::atomic<size_t> output_pending{0};
+  // MULTI: commands queued (-1 outside MULTI) and their bytes (see Transaction).
+  std::atomic<int64_t> multi_queued{-1};
+  std::atomic<size_t> multi_mem{0};
   std::list<ClientSession*>::iterator registry_pos;  // owned by ClientRegistry
 };
 

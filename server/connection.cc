@@ -39,7 +39,10 @@ bool LooksLikeHttp(absl::Span<const std::string_view> args) {
 }  // namespace
 
 Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
-    : worker_(worker), socket_(std::move(socket)), writer_(&out_), txn_(worker->state(), worker) {
+    : worker_(worker),
+      socket_(std::move(socket)),
+      writer_(&out_),
+      txn_(worker->state(), worker, &session_) {
   ServerState& state = worker_->state();
   session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
   session_.authenticated = state.config.requirepass.empty();
@@ -203,10 +206,10 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     if (txn_.active()) txn_.Fail();  // Redis: EXEC then answers EXECABORT
     return;
   }
+  session_.last_command.store(spec, std::memory_order_relaxed);
   if (txn_.active() && !(spec->flags & kCmdNoQueue)) return txn_.Queue(spec, args, writer_);
   // RL.* commands run between transactions, never inside another client's.
   if (spec->family == kFamilyRl) worker_->HoldGate();
-  session_.last_command.store(spec, std::memory_order_relaxed);
   bool was_authenticated = session_.authenticated;
   CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_, &txn_};
   {

@@ -127,21 +127,24 @@ void Select(CommandContext& ctx) {
 }
 
 // One client in Redis 7's CLIENT LIST / CLIENT INFO format. Fields Redis has and rl does not
-// (pub/sub, MULTI, databases) carry Redis's values for a plain client. Another thread's session
-// is read only inside ClientRegistry::ForEach.
+// (pub/sub, databases) carry Redis's values for a plain client. Another thread's session is read
+// only inside ClientRegistry::ForEach.
 void AppendClientLine(const ClientSession& s, int64_t now, std::string* out) {
   const CommandSpec* cmd = s.last_command.load(std::memory_order_relaxed);
   const size_t used = s.query_used.load(std::memory_order_relaxed);
   const size_t size = s.query_size.load(std::memory_order_relaxed);
   const size_t omem = s.output_pending.load(std::memory_order_relaxed);
+  const int64_t multi = s.multi_queued.load(std::memory_order_relaxed);
+  const size_t multi_mem = s.multi_mem.load(std::memory_order_relaxed);
   fmt::format_to(
       std::back_inserter(*out),
-      "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 "
-      "multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem={} tot-mem={} "
+      "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 "
+      "multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} obl=0 oll=0 omem={} tot-mem={} "
       "events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
       s.id, s.addr, s.laddr, s.fd, s.name, (now - s.created_ms) / 1000,
-      (now - s.last_active_ms.load(std::memory_order_relaxed)) / 1000, used,
-      size > used ? size - used : 0, omem, size + omem, omem > 0 ? "rw" : "r",
+      (now - s.last_active_ms.load(std::memory_order_relaxed)) / 1000, multi >= 0 ? "x" : "N",
+      multi, used, size > used ? size - used : 0, multi_mem, omem, size + omem + multi_mem,
+      omem > 0 ? "rw" : "r",
       cmd != nullptr ? std::string_view(cmd->name) : std::string_view("NULL"), s.protocol,
       s.lib_name, s.lib_ver);
 }

@@ -85,6 +85,13 @@ void Transaction::Reset() {
   failed_ = false;
   ClearQueue();
   state_.watches.UnwatchAll(&watch_);
+  Publish();
+}
+
+void Transaction::Publish() {
+  session_->multi_queued.store(active_ ? static_cast<int64_t>(queue_.size()) : -1,
+                               std::memory_order_relaxed);
+  session_->multi_mem.store(queued_bytes_, std::memory_order_relaxed);
 }
 
 bool Transaction::InterceptExec(const CommandSpec* found, absl::Span<const std::string_view> args,
@@ -125,6 +132,7 @@ void Transaction::Queue(const CommandSpec* spec, absl::Span<const std::string_vi
     arg_spans_.emplace_back(arena_.size(), a.size());
     arena_.append(a);
   }
+  Publish();
   w.SimpleString("QUEUED");
 }
 
@@ -132,6 +140,7 @@ void Transaction::Multi(resp::Writer& w) {
   if (active_) return w.Error("ERR MULTI calls can not be nested");
   active_ = true;
   failed_ = false;
+  Publish();
   w.SimpleString("OK");
 }
 

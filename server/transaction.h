@@ -98,7 +98,9 @@ class Transaction {
  public:
   static constexpr size_t kMaxQueuedCommands = 10000;
 
-  Transaction(ServerState& state, Worker* worker) : state_(state), worker_(worker) {}
+  // `session` shows the queue in CLIENT LIST.
+  Transaction(ServerState& state, Worker* worker, ClientSession* session)
+      : state_(state), worker_(worker), session_(session) {}
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
@@ -136,9 +138,11 @@ class Transaction {
   void ClearQueue();
   bool NeedsGate() const;
   void RunQueued(CommandContext& ctx);
+  void Publish();  // the queue's size into the session, for CLIENT LIST
 
   ServerState& state_;
   Worker* worker_;  // null when not run by a Connection
+  ClientSession* session_;
   bool active_ = false;
   bool failed_ = false;
   std::vector<Queued> queue_;

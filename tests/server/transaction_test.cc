@@ -48,6 +48,26 @@ TEST_F(TransactionTest, QueuedRepliesAndRedisErrors) {
   EXPECT_TRUE(r.elements.empty());
 }
 
+// CLIENT LIST shows a client inside MULTI as Redis does: flags=x, multi=<queued>, multi-mem.
+TEST_F(TransactionTest, ClientListShowsTheQueue) {
+  RespClient a(port()), b(port());
+  ASSERT_EQ(a.Call({"CLIENT", "SETNAME", "txn-a"}).str, "OK");
+  ASSERT_EQ(a.Call({"MULTI"}).str, "OK");
+  ASSERT_EQ(a.Call(kCheckOne("txn:list")).str, "QUEUED");
+  ASSERT_EQ(a.Call({"PING"}).str, "QUEUED");
+  std::string list = b.Call({"CLIENT", "LIST"}).str;
+  const size_t at = list.find("name=txn-a ");
+  ASSERT_NE(at, std::string::npos) << list;
+  const std::string line = list.substr(at, list.find('\n', at) - at);
+  EXPECT_NE(line.find(" flags=x "), std::string::npos) << line;
+  EXPECT_NE(line.find(" multi=2 "), std::string::npos) << line;
+  EXPECT_EQ(line.find(" multi-mem=0 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" cmd=ping "), std::string::npos) << line;
+  ASSERT_EQ(a.Call({"DISCARD"}).str, "OK");
+  list = b.Call({"CLIENT", "LIST"}).str;
+  EXPECT_NE(list.find("flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "), std::string::npos) << list;
+}
+
 TEST_F(TransactionTest, ARefusedCommandAbortsExecAndRunsNothing) {
   RespClient c(port());
   const std::vector<std::vector<std::string>> refused = {
