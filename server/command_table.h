@@ -95,6 +95,7 @@ struct CommandSpec {
   uint32_t flags = 0;
   Handler handler = nullptr;
   int first_key = 0;  // 1 for commands whose first argument is a key
+  int last_key = 0;   // 0 = first_key; -1 = every argument from first_key on (WATCH)
   std::string group;  // COMMAND DOCS group, e.g. "connection", "server", "rl"
   std::string summary;
   std::string since;

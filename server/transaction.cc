@@ -249,6 +249,7 @@ void AddTransactionCommands(std::vector<CommandSpec>* rows) {
                           "Monitors changes to keys to determine the execution of a transaction.",
                           "2.2.0", {Arg("key", "key", kArgMultiple)});
   watch.first_key = 1;
+  watch.last_key = -1;
   watch.complexity = "O(1) for every key.";
   rows->push_back(std::move(watch));
   rows->push_back(Row(g, "unwatch", 1, kCmdFast | kCmdLoading | kCmdStale, UnwatchCmd,

@@ -68,6 +68,27 @@ TEST_F(TransactionTest, ClientListShowsTheQueue) {
   EXPECT_NE(list.find("flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "), std::string::npos) << list;
 }
 
+// The rows in COMMAND INFO / COMMAND DOCS, as Redis 7 lists them.
+TEST_F(TransactionTest, CommandRows) {
+  RespClient c(port());
+  Reply info = c.Call({"COMMAND", "INFO", "multi", "exec", "discard", "watch", "unwatch"});
+  ASSERT_EQ(info.elements.size(), 5u);
+  const std::vector<int64_t> arity = {1, 1, 1, -2, 1};
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_EQ(info.elements[i].elements.size(), 10u) << i;
+    EXPECT_EQ(info.elements[i].elements[1].integer, arity[i]) << info.elements[i].elements[0].str;
+  }
+  const Reply& watch = info.elements[3];
+  EXPECT_EQ(watch.elements[3].integer, 1);   // first key
+  EXPECT_EQ(watch.elements[4].integer, -1);  // last key: all of them
+  EXPECT_EQ(watch.elements[5].integer, 1);
+  Reply docs = c.Call({"COMMAND", "DOCS", "exec"});
+  ASSERT_EQ(docs.elements.size(), 2u);
+  const Reply* group = docs.elements[1].Get("group");
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->str, "transactions");
+}
+
 TEST_F(TransactionTest, ARefusedCommandAbortsExecAndRunsNothing) {
   RespClient c(port());
   const std::vector<std::vector<std::string>> refused = {
@@ -238,6 +259,15 @@ TEST_F(TransactionTest, QueuedCommandsRunTogether) {
       other_checks.fetch_add(32);
     }
   });
+  // Stops and joins the other client however this test ends (an ASSERT returns early).
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop = true;
+      thread.join();
+    }
+  } joiner{stop, other};
   RespClient a(port());
   int interleaved = 0;
   int before = 0;
@@ -255,8 +285,6 @@ TEST_F(TransactionTest, QueuedCommandsRunTogether) {
     if (t == 0) before = other_checks.load();
   }
   const int during = other_checks.load() - before;
-  stop = true;
-  other.join();
   EXPECT_EQ(interleaved, 0);
   EXPECT_GT(during, 0) << "the other client ran meanwhile";
 }
