@@ -208,6 +208,21 @@ TEST_F(TransactionTest, WatchRaceBetweenTwoClients) {
   EXPECT_EQ(exec_check("race").elements.size(), 1u);
 }
 
+// A denial that starts a penalty block changes the key's state.
+TEST_F(TransactionTest, ADenialThatStartsABlockIsAChange) {
+  RespClient a(port()), b(port());
+  const std::vector<std::string> check = {"RL.CHECK", "blocked", "FIXED_WINDOW", "1", "1h",
+                                          "BLOCK",    "1h"};
+  ASSERT_EQ(b.Call(check).elements[0].integer, 1);
+  ASSERT_EQ(a.Call({"WATCH", "blocked"}).str, "OK");
+  Reply denied = b.Call(check);
+  ASSERT_EQ(denied.elements[0].integer, 0);
+  ASSERT_EQ(denied.elements[3].integer, 3600000) << "the block started";
+  ASSERT_EQ(a.Call({"MULTI"}).str, "OK");
+  ASSERT_EQ(a.Call({"PING"}).str, "QUEUED");
+  EXPECT_TRUE(a.Call({"EXEC"}).is_null());
+}
+
 // RESP3: a failed WATCH answers the null type.
 TEST_F(TransactionTest, WatchNullIsRespThreeNull) {
   RespClient a(port()), b(port());
