@@ -10,6 +10,7 @@ std::vector<CommandSpec> ServerCommandRows() {
   std::vector<CommandSpec> rows;
   AddConnectionCommands(&rows);
   AddServerCommands(&rows);
+  AddTransactionCommands(&rows);
   AddRlCommands(&rows);
   AddPersistenceCommands(&rows);
   AddDebugCommands(&rows);

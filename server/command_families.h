@@ -18,6 +18,8 @@ inline constexpr std::string_view kRedisCompatVersion = "7.0.0";
 void AddConnectionCommands(std::vector<CommandSpec>* rows);
 // COMMAND, INFO, CONFIG, TIME, DBSIZE.
 void AddServerCommands(std::vector<CommandSpec>* rows);
+// MULTI, EXEC, DISCARD, WATCH, UNWATCH (transaction.cc).
+void AddTransactionCommands(std::vector<CommandSpec>* rows);
 // RL.* and CL.THROTTLE, from the command layer's shared docs.
 void AddRlCommands(std::vector<CommandSpec>* rows);
 

@@ -238,7 +238,7 @@ void CommandTable::WriteInfo(resp::Writer& w, const CommandSpec& spec) {
   w.Integer(spec.arity);
   WriteFlags(w, spec.flags);
   w.Integer(spec.first_key);
-  w.Integer(spec.first_key);
+  w.Integer(spec.last_key != 0 ? spec.last_key : spec.first_key);
   w.Integer(spec.first_key > 0 ? 1 : 0);
   w.SetHeader(1);  // ACL categories
   w.SimpleString(spec.group == "rl" ? "@rl" : "@" + spec.group);

@@ -24,6 +24,7 @@ struct ServerState;
 class WorkerStats;
 
 struct CommandSpec;
+class Transaction;
 
 // Per-connection state that commands read and change. CLIENT LIST reads it from other threads:
 // the fields after `id` that change are atomics or written under the ClientRegistry's lock.
@@ -47,6 +48,9 @@ struct ClientSession {
   std::atomic<size_t> query_used{0};
   std::atomic<size_t> query_size{0};
   std::atomic<size_t> output_pending{0};
+  // MULTI: commands queued (-1 outside MULTI) and their bytes (see Transaction).
+  std::atomic<int64_t> multi_queued{-1};
+  std::atomic<size_t> multi_mem{0};
   std::list<ClientSession*>::iterator registry_pos;  // owned by ClientRegistry
 };
 
@@ -59,6 +63,8 @@ struct CommandContext {
   WorkerStats& stats;
   // The connection's last parsed limit list (RL.* commands reuse it); null = parse every time.
   rl::command::LimitCache* limit_cache = nullptr;
+  // The connection's MULTI/WATCH state; null when not run by a connection.
+  Transaction* txn = nullptr;
 };
 
 using Handler = void (*)(CommandContext& ctx);
@@ -74,6 +80,8 @@ enum CommandFlag : uint32_t {
   // Refused unless enable-debug-command allows the client (Redis's CMD_PROTECTED), and left out
   // of COMMAND's lists while it is off.
   kCmdProtected = 1u << 7,
+  // Runs at once inside MULTI instead of being queued (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET).
+  kCmdNoQueue = 1u << 8,
 };
 
 // Argument docs (COMMAND DOCS) are the command layer's, shared with rl.so.
@@ -87,6 +95,7 @@ struct CommandSpec {
   uint32_t flags = 0;
   Handler handler = nullptr;
   int first_key = 0;  // 1 for commands whose first argument is a key
+  int last_key = 0;   // 0 = first_key; -1 = every argument from first_key on (WATCH)
   std::string group;  // COMMAND DOCS group, e.g. "connection", "server", "rl"
   std::string summary;
   std::string since;

@@ -39,7 +39,10 @@ bool LooksLikeHttp(absl::Span<const std::string_view> args) {
 }  // namespace
 
 Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
-    : worker_(worker), socket_(std::move(socket)), writer_(&out_) {
+    : worker_(worker),
+      socket_(std::move(socket)),
+      writer_(&out_),
+      txn_(worker->state(), worker, &session_) {
   ServerState& state = worker_->state();
   session_.id = state.next_client_id.fetch_add(1, std::memory_order_relaxed);
   session_.authenticated = state.config.requirepass.empty();
@@ -157,6 +160,11 @@ bool Connection::GrowInput() {
 bool Connection::ProcessInput() {
   ServerState& state = worker_->state();
   worker_->stats().StartTiming();
+  // The gate slot an RL.* command of this batch takes is let go when the batch is done.
+  struct GateRelease {
+    Worker* worker;
+    ~GateRelease() { worker->ReleaseGate(); }
+  } gate_release{worker_};
   while (in_start_ < in_end_ && !read_closed_) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_end_ - in_start_);
@@ -191,11 +199,19 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* spec = state.commands.Resolve(FindCommand(args[0]), args, session_, writer_);
-  if (spec == nullptr) return;
+  const CommandSpec* found = FindCommand(args[0]);
+  if (txn_.active() && txn_.InterceptExec(found, args, writer_)) return;
+  const CommandSpec* spec = state.commands.Resolve(found, args, session_, writer_);
+  if (spec == nullptr) {
+    if (txn_.active()) txn_.Fail();  // Redis: EXEC then answers EXECABORT
+    return;
+  }
   session_.last_command.store(spec, std::memory_order_relaxed);
+  if (txn_.active() && !(spec->flags & kCmdNoQueue)) return txn_.Queue(spec, args, writer_);
+  // RL.* commands run between transactions, never inside another client's.
+  if (spec->family == kFamilyRl) worker_->HoldGate();
   bool was_authenticated = session_.authenticated;
-  CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_};
+  CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_, &txn_};
   {
     CommandClock::Scope now(stats.mark_ns());  // the limiter's `now`, read already
     spec->handler(ctx);

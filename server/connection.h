@@ -19,6 +19,7 @@
 #include "handler_memory.h"
 #include "resp/parser.h"
 #include "resp/writer.h"
+#include "transaction.h"
 
 namespace rl::server {
 
@@ -99,6 +100,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   resp::Writer writer_;  // appends into out_
   ClientSession session_;
   rl::command::LimitCache limit_cache_;  // this client's last RL.* limit list, parsed
+  Transaction txn_;                      // MULTI queue and WATCHed keys
   // FindCommand's memo: the last known command's name as sent (up to 16 bytes) and its row.
   const CommandSpec* last_command_ = nullptr;
   std::array<char, 16> last_command_name_{};

@@ -11,6 +11,7 @@
 #include "command_table.h"
 #include "server.h"
 #include "server_state.h"
+#include "transaction.h"
 
 namespace rl::server {
 namespace {
@@ -126,21 +127,24 @@ void Select(CommandContext& ctx) {
 }
 
 // One client in Redis 7's CLIENT LIST / CLIENT INFO format. Fields Redis has and rl does not
-// (pub/sub, MULTI, databases) carry Redis's values for a plain client. Another thread's session
-// is read only inside ClientRegistry::ForEach.
+// (pub/sub, databases) carry Redis's values for a plain client. Another thread's session is read
+// only inside ClientRegistry::ForEach.
 void AppendClientLine(const ClientSession& s, int64_t now, std::string* out) {
   const CommandSpec* cmd = s.last_command.load(std::memory_order_relaxed);
   const size_t used = s.query_used.load(std::memory_order_relaxed);
   const size_t size = s.query_size.load(std::memory_order_relaxed);
   const size_t omem = s.output_pending.load(std::memory_order_relaxed);
+  const int64_t multi = s.multi_queued.load(std::memory_order_relaxed);
+  const size_t multi_mem = s.multi_mem.load(std::memory_order_relaxed);
   fmt::format_to(
       std::back_inserter(*out),
-      "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 "
-      "multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem={} tot-mem={} "
+      "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 "
+      "multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} obl=0 oll=0 omem={} tot-mem={} "
       "events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
       s.id, s.addr, s.laddr, s.fd, s.name, (now - s.created_ms) / 1000,
-      (now - s.last_active_ms.load(std::memory_order_relaxed)) / 1000, used,
-      size > used ? size - used : 0, omem, size + omem, omem > 0 ? "rw" : "r",
+      (now - s.last_active_ms.load(std::memory_order_relaxed)) / 1000, multi >= 0 ? "x" : "N",
+      multi, used, size > used ? size - used : 0, multi_mem, omem, size + omem + multi_mem,
+      omem > 0 ? "rw" : "r",
       cmd != nullptr ? std::string_view(cmd->name) : std::string_view("NULL"), s.protocol,
       s.lib_name, s.lib_ver);
 }
@@ -232,6 +236,7 @@ void Quit(CommandContext& ctx) {
 }
 
 void Reset(CommandContext& ctx) {
+  if (ctx.txn != nullptr) ctx.txn->Reset();  // discards MULTI, forgets WATCHed keys
   ctx.state.clients.Update(ctx.session, [](ClientSession& s) {
     s.protocol = 2;
     s.name.clear();
@@ -324,10 +329,11 @@ void AddConnectionCommands(std::vector<CommandSpec>* rows) {
     }
     rows->push_back(std::move(client));
   }
-  rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale, Quit,
-                      "Closes the connection.", "1.0.0"));
-  rows->push_back(Row(g, "reset", 1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale, Reset,
-                      "Resets the connection.", "6.2.0"));
+  // QUIT and RESET run at once inside MULTI, as in Redis.
+  rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale | kCmdNoQueue,
+                      Quit, "Closes the connection.", "1.0.0"));
+  rows->push_back(Row(g, "reset", 1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale | kCmdNoQueue,
+                      Reset, "Resets the connection.", "6.2.0"));
 }
 
 }  // namespace rl::server

@@ -5,6 +5,7 @@
 // store and its command table rows. Inline limits are parsed into a fixed array (or taken from the
 // connection's LimitCache when the client sends the same list again) and replies go straight into
 // the connection's output buffer, so a check allocates nothing.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,13 +38,24 @@ class ServerEngine {
     if (d.ok()) {
       ctx_.stats.RecordCheck(KindOf(r), r.scope, d->allowed, r.shadow && !d->allowed, d->limit,
                              d->remaining);
+      if (Watched() && CheckChanged(r.limits, r.cost, *d)) Changed(r.key);
     }
     return d;
   }
-  absl::StatusOr<Decision> Peek(const Request& r) { return engine_.Peek(r); }
-  absl::StatusOr<int64_t> Reset(const Request& r) { return engine_.Reset(r); }
-  absl::StatusOr<Decision> Refund(const Request& r) { return engine_.Refund(r); }
-  absl::StatusOr<Decision> Charge(const Request& r) { return engine_.Charge(r); }
+  // A watching client's read of a watched key: EXEC fails if the state becomes fresh before it.
+  absl::StatusOr<Decision> Peek(const Request& r) {
+    absl::StatusOr<Decision> d = engine_.Peek(r);
+    if (d.ok() && ctx_.txn != nullptr && ctx_.txn->watching()) ReadByWatcher(r);
+    return d;
+  }
+  absl::StatusOr<int64_t> Reset(const Request& r) {
+    absl::StatusOr<int64_t> n = engine_.Reset(r);
+    if (Watched() && n.ok() && *n > 0) Changed(r.key);
+    return n;
+  }
+  // Both always apply (limiter.h).
+  absl::StatusOr<Decision> Refund(const Request& r) { return Applied(r.key, engine_.Refund(r)); }
+  absl::StatusOr<Decision> Charge(const Request& r) { return Applied(r.key, engine_.Charge(r)); }
   // An acquire counts as a check of its policy (allowed: a lease was granted).
   absl::StatusOr<Acquired> Acquire(const Request& r) {
     absl::StatusOr<Acquired> a = engine_.Acquire(r);
@@ -51,15 +63,24 @@ class ServerEngine {
       const Decision& d = a->decision;
       ctx_.stats.RecordCheck(KindOf(r), r.scope, d.allowed, r.shadow && !d.allowed, d.limit,
                              d.remaining);
+      // A denied acquire holds and changes nothing; a shadow denial takes no lease.
+      if (Watched() && d.allowed && !d.shadow_denied) Changed(r.key);
     }
     return a;
   }
-  absl::StatusOr<bool> Release(const ReleaseRequest& r) { return engine_.Release(r); }
+  absl::StatusOr<bool> Release(const ReleaseRequest& r) {
+    absl::StatusOr<bool> held = engine_.Release(r);
+    if (Watched() && held.ok() && *held) Changed(r.key);
+    return held;
+  }
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
     absl::StatusOr<Decision> d = engine_.Throttle(t);
     if (d.ok()) {
       ctx_.stats.RecordCheck(CheckKind::kThrottle, {}, d->allowed, false, t.limit.capacity(),
                              d->remaining);
+      if (Watched() && CheckChanged(absl::MakeConstSpan(&t.limit, 1), t.quantity, *d)) {
+        Changed(t.key);
+      }
     }
     return d;
   }
@@ -70,6 +91,39 @@ class ServerEngine {
   static CheckKind KindOf(const Request& r) {
     return r.scope == command::kInlineScope ? CheckKind::kInline : CheckKind::kPolicy;
   }
+
+  // Whether a check changed its key's state (what WATCH sees): consumed, or started a penalty
+  // block (a denial then has the block's whole length to wait). A denial otherwise, a shadow
+  // denial and a check of cost 0 change nothing.
+  static bool CheckChanged(absl::Span<const Limit> limits, int64_t cost, const Decision& d) {
+    if (d.allowed) return cost > 0 && !d.shadow_denied;
+    for (size_t i = 0; i < d.count && i < limits.size(); ++i) {
+      if (limits[i].block_ms > 0 && d.limits[i].retry_after_ms == limits[i].block_ms) return true;
+    }
+    return false;
+  }
+  absl::StatusOr<Decision> Applied(std::string_view key, absl::StatusOr<Decision> d) {
+    if (Watched() && d.ok()) Changed(key);
+    return d;
+  }
+  // When the state read becomes fresh: the resets of a peek of cost 0 (a peek's own answer
+  // counts its cost as used).
+  void ReadByWatcher(const Request& r) {
+    Request now_state = r;
+    now_state.limits = r.limits;  // into r's storage, alive for this call
+    now_state.cost = 0;
+    absl::StatusOr<Decision> d = engine_.Peek(now_state);
+    if (!d.ok()) return;
+    int64_t fresh_after = 0;
+    for (size_t i = 0; i < d->count; ++i) {
+      fresh_after = std::max(fresh_after, d->limits[i].reset_after_ms);
+    }
+    const int64_t now = ctx_.state.limiter->clock().NowMs();
+    ctx_.txn->Read(r.key, now, now + fresh_after);
+  }
+  // Whether anybody WATCHes a key: otherwise a change costs nothing more.
+  bool Watched() const { return ctx_.state.watches.watched_keys() > 0; }
+  void Changed(std::string_view key) { ctx_.state.watches.Changed(key); }
 
   CommandContext& ctx_;
   command::LimiterEngine engine_;

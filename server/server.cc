@@ -92,8 +92,12 @@ bool PasswordMatches(std::string_view guess, std::string_view secret) {
 
 // ---- Worker ----
 
-Worker::Worker(ServerState* state, WorkerStats* stats)
-    : state_(state), stats_(stats), guard_(ctx_.get_executor()), sweep_timer_(ctx_) {}
+Worker::Worker(ServerState* state, WorkerStats* stats, size_t gate_slot)
+    : state_(state),
+      stats_(stats),
+      guard_(ctx_.get_executor()),
+      sweep_timer_(ctx_),
+      gate_slot_(gate_slot) {}
 
 void Worker::Adopt(tcp::socket socket) {
   if (shutting_down_) {
@@ -185,9 +189,11 @@ absl::Status Server::Start() {
     return absl::InvalidArgumentError(fmt::format("{}: {}", c.config_file, ToStd(st.message())));
   state_.start_steady_ms = state_.clock->NowMs();
   state_.run_id = RandomRunId();
+  state_.gate.Init(static_cast<size_t>(c.threads));
   for (int i = 0; i < c.threads; ++i) {
     state_.worker_stats.push_back(std::make_unique<WorkerStats>());
-    workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get()));
+    workers_.push_back(std::make_unique<Worker>(&state_, state_.worker_stats.back().get(),
+                                                static_cast<size_t>(i)));
   }
   state_.sweep_idle = [this] {
     for (auto& worker : workers_) asio::post(worker->context(), [w = worker.get()] { w->Sweep(); });

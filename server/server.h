@@ -30,7 +30,8 @@ class Snapshotter;
 // One I/O thread: its io_context, its connections and its counters.
 class Worker {
  public:
-  Worker(ServerState* state, WorkerStats* stats);
+  // `gate_slot`: this thread's slot of state->gate.
+  Worker(ServerState* state, WorkerStats* stats, size_t gate_slot);
   boost::asio::io_context& context() { return ctx_; }
   ServerState& state() { return *state_; }
   WorkerStats& stats() { return *stats_; }
@@ -48,6 +49,18 @@ class Worker {
   // Closes the clients idle for longer than --timeout (none when it is 0, or while shutting
   // down). Runs every second from a timer, and on DEBUG SWEEP; on this worker's thread.
   void Sweep();
+  // This thread's slot of the transaction gate, taken before an RL.* command runs and kept until
+  // the batch of commands read is done (ReleaseGate), so a batch pays one uncontended lock.
+  void HoldGate() {
+    if (gate_held_) return;
+    state_->gate.LockShared(gate_slot_);
+    gate_held_ = true;
+  }
+  void ReleaseGate() {
+    if (!gate_held_) return;
+    state_->gate.UnlockShared(gate_slot_);
+    gate_held_ = false;
+  }
 
  private:
   void ScheduleSweep();
@@ -61,6 +74,8 @@ class Worker {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   boost::asio::steady_timer sweep_timer_;
   bool shutting_down_ = false;
+  size_t gate_slot_;
+  bool gate_held_ = false;
 };
 
 class Server {

@@ -19,6 +19,7 @@
 #include "rl/clock.h"
 #include "rl/limiter.h"
 #include "stats.h"
+#include "transaction.h"
 
 namespace rl::server {
 
@@ -40,6 +41,8 @@ struct ServerState {
   PolicyStore policies;
   CommandTable commands{ServerCommandRows()};
   ClientRegistry clients;  // every connection's session, for CLIENT LIST
+  TransactionGate gate;    // one slot per I/O thread (Server::Start)
+  WatchRegistry watches;   // WATCHed keys, and when keys become fresh
   GlobalStats global;
   std::vector<std::unique_ptr<WorkerStats>> worker_stats;  // one per I/O thread
   std::atomic<uint64_t> next_client_id{1};

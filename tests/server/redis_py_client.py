@@ -38,6 +38,56 @@ for _ in range(10):
 out = pipe.execute()
 assert [x[0] for x in out] == [1] * 7 + [0] * 3, out
 
+# The default pipeline is a transaction (MULTI ... EXEC): the checks run together, in order.
+pipe = r.pipeline()
+for _ in range(4):
+    pipe.execute_command("RL.CHECK", "py:txn", "TOKEN_BUCKET", 3, "1m")
+out = pipe.execute()
+assert [x[0] for x in out] == [1, 1, 1, 0], out
+
+# WATCH race between two clients: the other client's check makes EXEC fail (WatchError), a
+# retry after it succeeds; a denial by the other client is no change.
+other = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
+limit = ("TOKEN_BUCKET", 2, "1h")
+with r.pipeline() as pipe:
+    pipe.watch("py:watch")
+    peek = pipe.execute_command("RL.PEEK", "py:watch", *limit)
+    assert peek[0] == 1, peek
+    assert other.execute_command("RL.CHECK", "py:watch", *limit)[0] == 1
+    pipe.multi()
+    pipe.execute_command("RL.CHECK", "py:watch", *limit)
+    try:
+        pipe.execute()
+        raise AssertionError("EXEC ran although the watched key changed")
+    except redis.WatchError:
+        pass
+with r.pipeline() as pipe:
+    pipe.watch("py:watch")
+    assert other.execute_command("RL.CHECK", "py:watch", *limit)[0] == 1  # the last token
+    pipe.multi()
+    pipe.execute_command("RL.CHECK", "py:watch", *limit)
+    try:
+        pipe.execute()
+        raise AssertionError("EXEC ran although the watched key changed")
+    except redis.WatchError:
+        pass
+    pipe.watch("py:watch")
+    assert other.execute_command("RL.CHECK", "py:watch", *limit)[0] == 0  # denied: no change
+    pipe.multi()
+    pipe.execute_command("RL.CHECK", "py:watch", *limit)
+    assert pipe.execute()[0][0] == 0
+
+# A command the server refuses while queuing aborts the whole transaction (EXECABORT).
+pipe = r.pipeline()
+pipe.execute_command("RL.CHECK", "py:abort", "TOKEN_BUCKET", 1, "1m")
+pipe.execute_command("RL.NOSUCH", "x")
+try:
+    pipe.execute()
+    raise AssertionError("EXEC ran after a refused command")
+except redis.ResponseError as e:
+    assert "unknown command" in str(e) or "EXECABORT" in str(e), e
+assert r.execute_command("RL.CHECK", "py:abort", "TOKEN_BUCKET", 1, "1m")[0] == 1
+
 # Errors surface as ResponseError and leave the connection usable.
 try:
     r.execute_command("RL.CHECK", "py:k", "TOKEN_BUCKET", 5, "1s", "COST", -1)
