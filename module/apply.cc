@@ -163,6 +163,8 @@ void Mismatch(RedisModuleCtx* ctx, std::string_view key, const Parsed& p, const 
                   static_cast<unsigned long long>(g_mismatches));
 }
 
+}  // namespace
+
 int ApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 2) return RedisModule_WrongArity(ctx);
   const ArgViews a = Views(argv, argc);
@@ -193,8 +195,6 @@ int ApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
-
-}  // namespace
 
 void ReplicateEffect(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms, const Effect& e,
                      size_t states, int64_t expiry_ms) {
