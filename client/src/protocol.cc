@@ -105,6 +105,10 @@ absl::Status ReadLimits(const resp::Value& entries, Decision* decision) {
     }
     decision->limits[i] = LimitResult{v[0] != 0, v[1], v[2], v[3], v[4], v[5]};
     if (v[6] != 0) binding = i;
+    // Optional: a CONCURRENCY limit (its window_ms is a lease's ttl, not a window).
+    if (const resp::Value* c = entry.Find("concurrency"); IsInteger(c) && c->integer != 0) {
+      decision->leases |= static_cast<uint8_t>(1u << i);
+    }
   }
   decision->count = static_cast<uint8_t>(entries.elements.size());
   decision->binding = static_cast<uint8_t>(binding);
@@ -215,6 +219,7 @@ absl::StatusOr<Decision> ToDecision(const resp::Value& reply, const Policy& poli
   for (const Limit& limit : policy.limits) {
     if (limit.limit == v[1] || limit.capacity() == v[1]) {
       binding.window_ms = limit.window_ms;
+      if (limit.algorithm == Algorithm::kConcurrency) decision.leases = 1;
       break;
     }
   }

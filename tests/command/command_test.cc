@@ -69,13 +69,13 @@ TEST_F(CommandTest, InlineCheckRepliesFiveIntegers) {
 // a map (RESP2: flat pairs) named as the header fields name it; binding marks fields 2-5's limit.
 TEST_F(CommandTest, LimitsListsEveryLimit) {
   const std::string entry_1m =
-      "*16\r\n$4\r\nname\r\n$10\r\ndefault-1m\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:3\r\n"
+      "*18\r\n$4\r\nname\r\n$10\r\ndefault-1m\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:3\r\n"
       "$9\r\nwindow_ms\r\n:60000\r\n$9\r\nremaining\r\n:2\r\n$14\r\nretry_after_ms\r\n:0\r\n"
-      "$14\r\nreset_after_ms\r\n:60000\r\n$7\r\nbinding\r\n:1\r\n";
+      "$14\r\nreset_after_ms\r\n:60000\r\n$7\r\nbinding\r\n:1\r\n$11\r\nconcurrency\r\n:0\r\n";
   const std::string entry_1h =
-      "*16\r\n$4\r\nname\r\n$10\r\ndefault-1h\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:20\r\n"
+      "*18\r\n$4\r\nname\r\n$10\r\ndefault-1h\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:20\r\n"
       "$9\r\nwindow_ms\r\n:3600000\r\n$9\r\nremaining\r\n:19\r\n$14\r\nretry_after_ms\r\n:0\r\n"
-      "$14\r\nreset_after_ms\r\n:3600000\r\n$7\r\nbinding\r\n:0\r\n";
+      "$14\r\nreset_after_ms\r\n:3600000\r\n$7\r\nbinding\r\n:0\r\n$11\r\nconcurrency\r\n:0\r\n";
   EXPECT_EQ(Run({"RL.CHECK", "k", "FIXED_WINDOW", "3", "1m", "FIXED_WINDOW", "20", "1h", "LIMITS"}),
             "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:60000\r\n*2\r\n" + entry_1m + entry_1h);
   // RESP3: a "limits" field of maps; with HEADERS both come, the limits last.
@@ -84,7 +84,7 @@ TEST_F(CommandTest, LimitsListsEveryLimit) {
                              3);
   EXPECT_EQ(r3.substr(0, 4), "%7\r\n");
   EXPECT_NE(r3.find("$7\r\nheaders\r\n"), std::string::npos) << r3;
-  EXPECT_NE(r3.find("$6\r\nlimits\r\n*2\r\n%8\r\n$4\r\nname\r\n$10\r\ndefault-1m\r\n"),
+  EXPECT_NE(r3.find("$6\r\nlimits\r\n*2\r\n%9\r\n$4\r\nname\r\n$10\r\ndefault-1m\r\n"),
             std::string::npos)
       << r3;
   EXPECT_GT(r3.find("$6\r\nlimits\r\n"), r3.find("$7\r\nheaders\r\n"));
@@ -92,7 +92,8 @@ TEST_F(CommandTest, LimitsListsEveryLimit) {
   const std::string a = Run({"RL.ACQUIRE", "job", "CONCURRENCY", "2", "LIMITS"});
   EXPECT_EQ(a.substr(0, 4), "*7\r\n");
   EXPECT_NE(a.find("$40\r\n"), std::string::npos) << a;
-  EXPECT_NE(a.find("*1\r\n*16\r\n$4\r\nname\r\n$7\r\ndefault\r\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("*1\r\n*18\r\n$4\r\nname\r\n$7\r\ndefault\r\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("$11\r\nconcurrency\r\n:1\r\n"), std::string::npos) << a;
   EXPECT_EQ(Run({"RL.CHECK", "k", "FIXED_WINDOW", "3", "1m", "LIMITS", "LIMITS"}),
             "-ERR LIMITS given more than once\r\n");
   EXPECT_EQ(Run({"RL.RESET", "k", "FIXED_WINDOW", "3", "1m", "LIMITS"}), "-ERR syntax error\r\n");

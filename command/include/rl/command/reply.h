@@ -34,15 +34,17 @@ void WriteError(Sink& w, const absl::Status& status) {
 
 // LIMITS: one entry per limit of the check, in the order the limits were given, each a map
 // (RESP2: a flat name, value array) of name (as the header fields name it), allowed, limit,
-// window_ms, remaining, retry_after_ms, reset_after_ms and binding (1 for the limit the five
-// fields describe). What a client needs to rebuild the whole Decision, header values included.
+// window_ms, remaining, retry_after_ms, reset_after_ms, binding (1 for the limit the five
+// fields describe) and concurrency (1 for a CONCURRENCY limit, whose window_ms is a lease's ttl
+// and whose RateLimit-Policy entry has no w). What a client needs to rebuild the whole Decision,
+// header values included.
 template <class Sink>
 void WriteLimits(Sink& w, const Decision& d, const Request& r) {
   const size_t count = std::min<size_t>(d.count, d.limits.size());
   w.ArrayHeader(count);
   for (size_t i = 0; i < count; ++i) {
     const LimitResult& l = d.limits[i];
-    w.MapHeader(8);
+    w.MapHeader(9);
     w.Bulk("name");
     w.Bulk(HeaderEntryName(d, i, r.policy_name));
     w.Bulk("allowed");
@@ -59,6 +61,8 @@ void WriteLimits(Sink& w, const Decision& d, const Request& r) {
     w.Integer(l.reset_after_ms);
     w.Bulk("binding");
     w.Integer(i == d.binding ? 1 : 0);
+    w.Bulk("concurrency");
+    w.Integer((d.leases >> i & 1) != 0 ? 1 : 0);
   }
 }
 
