@@ -21,6 +21,13 @@ namespace rl::client_internal {
 absl::StatusOr<std::vector<resp::Value>> DirectConnection::Execute(std::string_view commands,
                                                                    size_t expected,
                                                                    absl::Time deadline) {
+  // A connection the server closed while it was idle (a restart, an idle timeout) is replaced
+  // before use rather than failing this call.
+  if (fd_ >= 0) {
+    char byte;
+    const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) Close();
+  }
   absl::Status status = fd_ < 0 ? Connect(deadline) : absl::OkStatus();
   std::vector<resp::Value> replies;
   replies.reserve(expected);
