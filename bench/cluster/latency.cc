@@ -4,8 +4,11 @@
 // nodes) on random keys, and every call's latency is kept; prints one JSON line with the
 // percentiles. bench/cluster/run starts the servers and puts the targets side by side.
 //
-//   cluster_latency --server 127.0.0.1:6380 [--calls 20000] [--threads 1] [--batch 1]
+//   cluster_latency --server 127.0.0.1:6380 [--calls 20000] [--threads 1] [--batch 1] [--async]
 //   cluster_latency --cluster 127.0.0.1:7000,127.0.0.1:7001 ...
+//
+// --async: each call is AsyncCheckMany, and the thread waits for its callback (the latency an
+// event loop sees for one call).
 //
 // Exit 1 when a call was not answered by the limiter (an error, or a failure-mode decision):
 // latency of calls that were not served would flatter the figures.
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <random>
 #include <string>
@@ -38,6 +42,7 @@ struct Flags {
   int batch = 1;
   int64_t keys = 10000;
   int64_t timeout_ms = 1000;
+  bool async = false;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* flags) {
@@ -55,6 +60,7 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       return true;
     };
     bool ok = false;
+    if (arg == "--async") ok = flags->async = true;
     if (arg == "--server") ok = take(&flags->server);
     if (arg == "--cluster") ok = take(&flags->cluster);
     if (arg == "--label") ok = take(&flags->label);
@@ -130,7 +136,17 @@ int main(int argc, char** argv) {
         requests[b] = {&policy, keys[b], 1};
       }
       const auto start = std::chrono::steady_clock::now();
-      std::vector<absl::StatusOr<rl::Decision>> results = (*limiter)->CheckMany(requests);
+      std::vector<absl::StatusOr<rl::Decision>> results;
+      if (flags.async) {
+        std::promise<std::vector<absl::StatusOr<rl::Decision>>> answered;
+        (*limiter)->AsyncCheckMany(requests,
+                                   [&answered](std::vector<absl::StatusOr<rl::Decision>> r) {
+                                     answered.set_value(std::move(r));
+                                   });
+        results = answered.get_future().get();
+      } else {
+        results = (*limiter)->CheckMany(requests);
+      }
       const auto took = std::chrono::steady_clock::now() - start;
       for (const absl::StatusOr<rl::Decision>& d : results) {
         if (!d.ok() || d->decided_by != rl::DecidedBy::kLimiter || !d->allowed) ++failed;

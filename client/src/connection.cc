@@ -15,19 +15,29 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 bool Call::AddReply(resp::Value value) {
-  absl::MutexLock lock(&mu_);
-  if (done_) return true;
-  replies_.push_back(std::move(value));
-  if (replies_.size() < expected_) return false;
-  done_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return true;
+    replies_.push_back(std::move(value));
+    if (replies_.size() < expected_) return false;
+    done_ = true;
+  }
+  Completed();
   return true;
 }
 
 void Call::Fail(const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
-  if (done_) return;
-  status_ = status;
-  done_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return;
+    status_ = status;
+    done_ = true;
+  }
+  Completed();
+}
+
+void Call::Completed() {
+  if (on_done_) std::exchange(on_done_, nullptr)();
 }
 
 bool Call::done() const {
@@ -56,15 +66,23 @@ void Connection::Submit(std::shared_ptr<Call> call, std::string command) {
   });
 }
 
-void Connection::Abandon(std::shared_ptr<Call> call, absl::Duration waited) {
-  asio::post(io_, [this, call = std::move(call), waited] {
-    if (call->done()) return;
-    Fail(absl::DeadlineExceededError(
-        absl::StrCat(options_.name, " did not answer within ", absl::FormatDuration(waited))));
-  });
+void Connection::SubmitHere(std::shared_ptr<Call> call, std::string_view command) {
+  DoSubmit(std::move(call), command);
 }
 
-void Connection::DoSubmit(std::shared_ptr<Call> call, std::string command) {
+void Connection::Abandon(std::shared_ptr<Call> call, absl::Duration waited) {
+  asio::post(io_, [this, call = std::move(call), waited] { AbandonHere(call, waited); });
+}
+
+void Connection::AbandonHere(const std::shared_ptr<Call>& call, absl::Duration waited) {
+  if (call->done()) return;
+  const absl::Status status = absl::DeadlineExceededError(
+      absl::StrCat(options_.name, " did not answer within ", absl::FormatDuration(waited)));
+  Fail(status);
+  call->Fail(status);  // in case it was not this connection's any more
+}
+
+void Connection::DoSubmit(std::shared_ptr<Call> call, std::string_view command) {
   if (state_ == State::kDisconnected) {
     if (InBackoff()) {
       call->Fail(
@@ -75,7 +93,7 @@ void Connection::DoSubmit(std::shared_ptr<Call> call, std::string command) {
   }
   pending_.push_back(Pending{std::move(call)});
   out_ += command;
-  if (state_ == State::kConnected) StartWrite();
+  StartWrite();
 }
 
 void Connection::StartConnect() {
@@ -100,18 +118,30 @@ void Connection::OnConnected() {
   boost::system::error_code ignored;
   // Commands are tiny and latency is the point: do not let Nagle hold them back.
   socket_.set_option(tcp::no_delay(true), ignored);
-  // The handshake goes first, ahead of the calls queued while connecting; its reply is read
-  // (and checked) before theirs.
-  std::string hello;
-  AppendHello(options_.password, &hello);
-  out_.insert(0, hello);
+  // The handshake goes first, alone; the calls queued while connecting follow once it is
+  // answered (OnData), so only a server that runs ever receives them.
+  hello_.clear();
+  AppendHello(options_.password, &hello_);
   pending_.push_front(Pending{nullptr});
+  handshaking_ = true;
+  write_in_flight_ = true;
   StartRead();
-  StartWrite();
+  const uint64_t generation = generation_;
+  asio::async_write(socket_, asio::buffer(hello_),
+                    [this, generation](const boost::system::error_code& ec, size_t) {
+                      if (generation != generation_) return;
+                      write_in_flight_ = false;
+                      if (ec) {
+                        Fail(absl::UnavailableError(
+                            absl::StrCat("write to ", options_.name, ": ", ec.message())));
+                        return;
+                      }
+                      StartWrite();
+                    });
 }
 
 void Connection::StartWrite() {
-  if (write_in_flight_ || out_.empty()) return;
+  if (state_ != State::kConnected || handshaking_ || write_in_flight_ || out_.empty()) return;
   // Everything queued while the previous write was in flight leaves in this one: concurrent
   // callers share a round trip.
   writing_.swap(out_);
@@ -173,6 +203,8 @@ void Connection::OnData(size_t bytes) {
         Fail(status);
         return;
       }
+      handshaking_ = false;
+      StartWrite();
       continue;
     }
     if (front.call->AddReply(std::move(value))) pending_.pop_front();
@@ -195,6 +227,7 @@ void Connection::Close(const absl::Status& status) {
   socket_.close(ignored);
   state_ = State::kDisconnected;
   write_in_flight_ = false;
+  handshaking_ = false;
   out_.clear();
   in_.clear();
   parser_.Reset();

@@ -3,14 +3,17 @@
 // state needs no lock. Replies come back in request order (RESP), so the first pending call
 // takes the first reply. A call that is not answered in time poisons the order for every call
 // behind it, so a timeout closes the connection: the remaining calls fail fast and the next call
-// after the back-off reconnects. Every new connection starts with HELLO 3 (and AUTH), pipelined
-// ahead of the calls that triggered it.
+// after the back-off reconnects. Every new connection starts with HELLO 3 (and AUTH), and the
+// calls queued behind it are written only once its reply has come: a server that accepts
+// connections but does not run (stopped, hung) gets handshakes, never checks it would run later,
+// long after their callers were answered by the timeout.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +35,10 @@ namespace rl::client_internal {
 class Call {
  public:
   explicit Call(size_t expected) : expected_(expected) {}
+  // An asynchronous call: `on_done` runs once, on the I/O thread, when the call completes
+  // (then Take() gives the result). Nobody waits for it.
+  Call(size_t expected, std::function<void()> on_done)
+      : expected_(expected), on_done_(std::move(on_done)) {}
 
   // I/O thread. Returns true when this reply was the last one expected.
   bool AddReply(resp::Value value);
@@ -46,7 +53,11 @@ class Call {
   absl::StatusOr<std::vector<resp::Value>> Take();
 
  private:
+  // Runs on_done_ (outside the lock) once done_ was set by this thread.
+  void Completed();
+
   const size_t expected_;
+  std::function<void()> on_done_;
   mutable absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
@@ -92,9 +103,13 @@ class Connection {
   // Any thread: queues `command` (RESP-encoded, producing call->expected replies) and connects
   // first when needed. Within the back-off after a failure the call fails at once (Unavailable).
   void Submit(std::shared_ptr<Call> call, std::string command);
+  // Submit, on the I/O thread (no hop through the queue).
+  void SubmitHere(std::shared_ptr<Call> call, std::string_view command);
   // Any thread: the caller gave up on `call`. If it is still unanswered the server is too slow
   // for this connection to stay usable, so it is closed.
   void Abandon(std::shared_ptr<Call> call, absl::Duration waited);
+  // Abandon, on the I/O thread: `call` is complete (DeadlineExceeded) when this returns.
+  void AbandonHere(const std::shared_ptr<Call>& call, absl::Duration waited);
   // I/O thread: closes the socket and fails every pending call with `status`.
   void Close(const absl::Status& status);
   // Any thread: whether calls submitted now would fail at once because of the back-off. Lets
@@ -109,7 +124,7 @@ class Connection {
     std::shared_ptr<Call> call;  // null for the HELLO sent on connect
   };
 
-  void DoSubmit(std::shared_ptr<Call> call, std::string command);
+  void DoSubmit(std::shared_ptr<Call> call, std::string_view command);
   void StartConnect();
   void OnConnected();
   void StartWrite();
@@ -131,7 +146,10 @@ class Connection {
   std::string out_;              // encoded commands not yet handed to a write
   std::string writing_;          // the buffer of the write in flight
   bool write_in_flight_ = false;
-  std::string in_;  // received bytes not yet forming a whole reply
+  // Connected, HELLO sent, its reply not read yet: calls wait in out_ (see the file comment).
+  bool handshaking_ = false;
+  std::string hello_;  // the buffer of the handshake's write
+  std::string in_;     // received bytes not yet forming a whole reply
   std::vector<char> read_chunk_;
   resp::ReplyParser parser_{kReplyLimits};
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/post.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "cluster.h"
 #include "cluster_protocol.h"
 #include "fallback.h"
@@ -80,6 +82,7 @@ class RemoteLimiter::Impl {
     if (topology_ != nullptr) topology_->Stop();
     if (thread_.joinable()) {
       asio::post(io_, [this] {
+        stopping_ = true;  // asynchronous calls still in flight end now, not in a next round
         const absl::Status status = absl::CancelledError("RemoteLimiter destroyed");
         if (pool_ != nullptr) pool_->CloseAll(status);
         if (topology_ != nullptr) topology_->CloseAll(status);
@@ -172,6 +175,78 @@ class RemoteLimiter::Impl {
     return job;
   }
 
+  // The RL.CHECK jobs of `requests`: results[i] is set now for a request refused without asking
+  // (a bad cost or policy), and jobs[k] answers requests[sent[k]].
+  void EncodeChecks(absl::Span<const Request> requests,
+                    std::vector<absl::StatusOr<Decision>>* results, std::vector<Job>* jobs,
+                    std::vector<size_t>* sent) {
+    results->assign(requests.size(), absl::UnknownError("unset"));
+    checks_.fetch_add(requests.size(), std::memory_order_relaxed);
+    jobs->reserve(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& request = requests[i];
+      Job job;
+      absl::Status status = Encode("RL.CHECK", *request.policy, request.key, &request.cost, &job);
+      if (status.ok()) {
+        jobs->push_back(std::move(job));
+        sent->push_back(i);
+      } else {
+        (*results)[i] = status;
+      }
+    }
+  }
+
+  // The answer to one check, from its reply or why there is none.
+  absl::StatusOr<Decision> CheckResult(const Policy& policy, std::string_view key, int64_t cost,
+                                       const absl::StatusOr<resp::Value>& reply) {
+    if (!reply.ok()) {
+      if (!IsUnavailability(reply.status())) return reply.status();
+      return Degrade(policy, key, cost, reply.status());
+    }
+    absl::StatusOr<Decision> result = ToDecision(*reply, policy);
+    // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
+    if (absl::IsPermissionDenied(result.status())) {
+      return Degrade(policy, key, cost, result.status());
+    }
+    return result;
+  }
+
+  // The answer to one acquire, from its reply or why there is none; a granted lease is
+  // `issuer`'s.
+  absl::StatusOr<Lease> AcquireResult(LeaseIssuer* issuer, const Policy& policy,
+                                      std::string_view key, int64_t cost, Job& job) {
+    if (!job.reply.ok()) {
+      if (!IsUnavailability(job.reply.status())) return job.reply.status();
+      // The master granted a lease its replicas did not acknowledge in time: the caller is told
+      // what the fallback or the FailureMode decides, so that lease is given back.
+      if (job.unreplicated_reply.has_value()) {
+        absl::StatusOr<client_internal::Acquired> granted =
+            client_internal::ToAcquired(*job.unreplicated_reply, policy);
+        if (granted.ok() && !granted->lease_id.empty()) {
+          SendAndForget(EncodeRelease(key, granted->lease_id));
+        }
+      }
+      return DegradeAcquire(policy, key, cost, job.reply.status());
+    }
+    absl::StatusOr<client_internal::Acquired> acquired =
+        client_internal::ToAcquired(*job.reply, policy);
+    if (!acquired.ok()) {
+      if (job.reply->type == resp::Value::Type::kError) CountServerError();
+      // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
+      if (absl::IsPermissionDenied(acquired.status())) {
+        return DegradeAcquire(policy, key, cost, acquired.status());
+      }
+      return acquired.status();
+    }
+    Answered(policy, &acquired->decision);
+    if (acquired->lease_id.empty()) return Lease(nullptr, std::string(key), "", acquired->decision);
+    return Lease(issuer, std::string(key), std::move(acquired->lease_id), acquired->decision);
+  }
+
+  // Runs `fn` on the I/O thread: an asynchronous call's callback always runs there, even for a
+  // call refused without asking.
+  void Complete(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
+
   // Sends `job` without waiting for its reply (which is read and dropped): a best-effort release
   // of a lease the caller will not be told about. Not redirected: a lost one ends by its ttl.
   void SendAndForget(const Job& job) {
@@ -194,11 +269,42 @@ class RemoteLimiter::Impl {
       }
       std::vector<Batch> batches = Group(jobs, todo, deadline);
       todo.clear();
+      // One node to ask (the usual call): on a blocking connection on this thread, when one is
+      // free, which spares the two hand-overs to the I/O thread and back.
+      if (batches.size() == 1) {
+        Batch& batch = batches.front();
+        std::optional<absl::StatusOr<std::vector<resp::Value>>> replies =
+            batch.pool->ExecuteDirect(batch.commands, batch.expected, deadline);
+        if (replies.has_value()) {
+          Collect(batch, *std::move(replies), jobs, &todo);
+          continue;
+        }
+      }
       for (Batch& batch : batches) {
         batch.ticket = batch.pool->Submit(std::move(batch.commands), batch.expected);
       }
-      for (Batch& batch : batches) Collect(batch, jobs, deadline, &todo);
+      for (Batch& batch : batches) {
+        Collect(batch, batch.pool->Wait(batch.ticket, deadline), jobs, &todo);
+      }
     }
+  }
+
+  // Run without blocking: returns at once; `done` gets the jobs on the I/O thread, each with its
+  // reply or its error, by the same deadline (the timer closes what has not answered by then).
+  void RunAsync(std::vector<Job> jobs, std::function<void(std::vector<Job>&)> done) {
+    auto op = std::make_shared<Operation>(io_);
+    op->jobs = std::move(jobs);
+    op->done = std::move(done);
+    op->deadline = absl::Now() + timeout();
+    op->timer.expires_after(options_.timeout);
+    asio::post(io_, [this, op] {
+      op->timer.async_wait([this, op](const boost::system::error_code& ec) {
+        if (!ec) Expire(op);
+      });
+      std::vector<size_t> todo(op->jobs.size());
+      std::iota(todo.begin(), todo.end(), 0);
+      Round(op, std::move(todo));
+    });
   }
 
   // Stats of every pool, plus the limiter's own counters.
@@ -340,6 +446,60 @@ class RemoteLimiter::Impl {
     counter->fetch_add(1, std::memory_order_relaxed);
   }
 
+  // An asynchronous Run in flight. Touched on the I/O thread only.
+  struct Operation {
+    explicit Operation(asio::io_context& io) : timer(io) {}
+    std::vector<Job> jobs;
+    std::function<void(std::vector<Job>&)> done;
+    absl::Time deadline;
+    asio::steady_timer timer;  // fires at the deadline
+    bool expired = false;
+    std::vector<Batch> batches;  // the round in flight
+    size_t outstanding = 0;      // its batches not complete yet
+    std::vector<size_t> todo;    // its redirected jobs, for the next round
+  };
+
+  // One round of an asynchronous Run: the jobs of `todo` sent, one batch per node; the next
+  // round starts when the last batch is complete (BatchDone).
+  void Round(const std::shared_ptr<Operation>& op, std::vector<size_t> todo) {
+    if (!todo.empty() && (stopping_ || op->expired || absl::Now() >= op->deadline)) {
+      for (size_t j : todo) {
+        op->jobs[j].reply =
+            stopping_ ? absl::CancelledError("RemoteLimiter destroyed")
+                      : absl::DeadlineExceededError("no time left to follow a redirection");
+      }
+      todo.clear();
+    }
+    if (todo.empty()) {
+      op->timer.cancel();
+      std::exchange(op->done, nullptr)(op->jobs);
+      return;
+    }
+    op->batches = Group(op->jobs, todo, op->deadline);
+    op->outstanding = op->batches.size();
+    for (size_t i = 0; i < op->batches.size(); ++i) {
+      Batch& batch = op->batches[i];
+      // Continued from the queue, not from inside the connection that completed the call (which
+      // may be in the middle of reading or closing).
+      batch.ticket = batch.pool->SubmitHere(batch.commands, batch.expected, [this, op, i] {
+        asio::post(io_, [this, op, i] { BatchDone(op, i); });
+      });
+    }
+  }
+
+  void BatchDone(const std::shared_ptr<Operation>& op, size_t i) {
+    Batch& batch = op->batches[i];
+    Collect(batch, batch.ticket.call->Take(), op->jobs, &op->todo);
+    if (--op->outstanding == 0) Round(op, std::exchange(op->todo, {}));
+  }
+
+  // The deadline passed: every batch still unanswered completes with DeadlineExceeded (and its
+  // connection is closed, as for a synchronous call).
+  void Expire(const std::shared_ptr<Operation>& op) {
+    op->expired = true;
+    for (Batch& batch : op->batches) batch.pool->AbandonHere(batch.ticket, timeout());
+  }
+
   // The jobs of `todo` grouped by the node they go to, encoded into one write each.
   std::vector<Batch> Group(std::vector<Job>& jobs, const std::vector<size_t>& todo,
                            absl::Time deadline) {
@@ -378,10 +538,9 @@ class RemoteLimiter::Impl {
     return batches;
   }
 
-  // Waits for one batch and hands each job its reply; redirected jobs go back on `todo`.
-  void Collect(Batch& batch, std::vector<Job>& jobs, absl::Time deadline,
-               std::vector<size_t>* todo) {
-    absl::StatusOr<std::vector<resp::Value>> replies = batch.pool->Wait(batch.ticket, deadline);
+  // Hands each job of `batch` its reply; redirected jobs go back on `todo`.
+  void Collect(Batch& batch, absl::StatusOr<std::vector<resp::Value>> replies,
+               std::vector<Job>& jobs, std::vector<size_t>* todo) {
     if (!replies.ok()) {
       for (size_t j : batch.jobs) jobs[j].reply = replies.status();
       // A node that is down or hung may have been replaced: look again (rate-limited).
@@ -473,6 +632,7 @@ class RemoteLimiter::Impl {
   // Exactly one of the two: one endpoint, or a cluster's nodes.
   std::unique_ptr<EndpointPool> pool_;
   std::unique_ptr<ClusterTopology> topology_;
+  bool stopping_ = false;  // I/O thread: the destructor closed every connection
   std::thread thread_;
 };
 
@@ -493,43 +653,50 @@ absl::StatusOr<Decision> RemoteLimiter::Check(const Policy& policy, std::string_
 }
 
 std::vector<absl::StatusOr<Decision>> RemoteLimiter::CheckMany(absl::Span<const Request> requests) {
-  std::vector<absl::StatusOr<Decision>> results(requests.size(), absl::UnknownError("unset"));
-  impl_->checks_.fetch_add(requests.size(), std::memory_order_relaxed);
+  std::vector<absl::StatusOr<Decision>> results;
   std::vector<Job> jobs;
-  std::vector<size_t> sent;  // jobs[k] answers requests[sent[k]]
-  jobs.reserve(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& request = requests[i];
-    Job job;
-    absl::Status status =
-        impl_->Encode("RL.CHECK", *request.policy, request.key, &request.cost, &job);
-    if (status.ok()) {
-      jobs.push_back(std::move(job));
-      sent.push_back(i);
-    } else {
-      results[i] = status;
-    }
-  }
+  std::vector<size_t> sent;
+  impl_->EncodeChecks(requests, &results, &jobs, &sent);
   if (jobs.empty()) return results;
   impl_->Run(jobs);
   for (size_t k = 0; k < jobs.size(); ++k) {
     const Request& request = requests[sent[k]];
-    absl::StatusOr<Decision>& result = results[sent[k]];
-    const absl::StatusOr<resp::Value>& reply = jobs[k].reply;
-    if (!reply.ok()) {
-      result = Impl::IsUnavailability(reply.status())
-                   ? absl::StatusOr<Decision>(
-                         impl_->Degrade(*request.policy, request.key, request.cost, reply.status()))
-                   : absl::StatusOr<Decision>(reply.status());
-      continue;
-    }
-    result = impl_->ToDecision(*reply, *request.policy);
-    // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
-    if (absl::IsPermissionDenied(result.status())) {
-      result = impl_->Degrade(*request.policy, request.key, request.cost, result.status());
-    }
+    results[sent[k]] =
+        impl_->CheckResult(*request.policy, request.key, request.cost, jobs[k].reply);
   }
   return results;
+}
+
+void RemoteLimiter::AsyncCheck(const Policy& policy, std::string_view key, int64_t cost,
+                               CheckCallback done) {
+  const Request request{&policy, key, cost};
+  AsyncCheckMany(absl::MakeConstSpan(&request, 1),
+                 [done = std::move(done)](std::vector<absl::StatusOr<Decision>> results) {
+                   done(std::move(results.front()));
+                 });
+}
+
+void RemoteLimiter::AsyncCheckMany(absl::Span<const Request> requests, CheckManyCallback done) {
+  auto results = std::make_shared<std::vector<absl::StatusOr<Decision>>>();
+  std::vector<Job> jobs;
+  std::vector<size_t> sent;
+  impl_->EncodeChecks(requests, results.get(), &jobs, &sent);
+  // What the answers need once the caller's requests are gone: the keys are copied (the
+  // policies must outlive the call).
+  std::vector<Request> kept;
+  auto keys = std::make_shared<std::vector<std::string>>();
+  for (size_t i : sent) {
+    keys->emplace_back(requests[i].key);
+    kept.push_back(requests[i]);
+  }
+  impl_->RunAsync(std::move(jobs), [this, results, keys, kept = std::move(kept), sent,
+                                    done = std::move(done)](std::vector<Job>& jobs) {
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      (*results)[sent[k]] =
+          impl_->CheckResult(*kept[k].policy, (*keys)[k], kept[k].cost, jobs[k].reply);
+    }
+    done(std::move(*results));
+  });
 }
 
 absl::StatusOr<Decision> RemoteLimiter::Refund(const Policy& policy, std::string_view key,
@@ -575,33 +742,40 @@ absl::StatusOr<Lease> RemoteLimiter::Acquire(const Policy& policy, std::string_v
     return s;
   }
   impl_->Run(jobs);
-  Job& job = jobs[0];
-  if (!job.reply.ok()) {
-    if (!Impl::IsUnavailability(job.reply.status())) return job.reply.status();
-    // The master granted a lease its replicas did not acknowledge in time: the caller is told
-    // what the fallback or the FailureMode decides, so that lease is given back.
-    if (job.unreplicated_reply.has_value()) {
-      absl::StatusOr<client_internal::Acquired> granted =
-          client_internal::ToAcquired(*job.unreplicated_reply, policy);
-      if (granted.ok() && !granted->lease_id.empty()) {
-        impl_->SendAndForget(impl_->EncodeRelease(key, granted->lease_id));
+  return impl_->AcquireResult(this, policy, key, cost, jobs[0]);
+}
+
+void RemoteLimiter::AsyncAcquire(const Policy& policy, std::string_view key, int64_t cost,
+                                 AcquireCallback done) {
+  impl_->acquires_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Job> jobs(1);
+  if (absl::Status s = impl_->Encode("RL.ACQUIRE", policy, key, &cost, &jobs[0]); !s.ok()) {
+    impl_->Complete([s, done = std::move(done)] { done(s); });
+    return;
+  }
+  impl_->RunAsync(std::move(jobs), [this, &policy, key = std::string(key), cost,
+                                    done = std::move(done)](std::vector<Job>& jobs) {
+    done(impl_->AcquireResult(this, policy, key, cost, jobs[0]));
+  });
+}
+
+void RemoteLimiter::ReleaseWithoutWaiting(std::string_view key, std::string_view lease_id) {
+  if (lease_id.empty() || lease_id.size() > client_internal::kMaxLeaseIdBytes) return;
+  if (impl_->ReleaseLocally(key, lease_id)) return;
+  impl_->releases_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Job> jobs{impl_->EncodeRelease(key, lease_id)};
+  impl_->RunAsync(std::move(jobs), [this](std::vector<Job>& jobs) {
+    const absl::StatusOr<resp::Value>& reply = jobs[0].reply;
+    absl::StatusOr<bool> held =
+        reply.ok() ? client_internal::ToReleased(*reply) : absl::StatusOr<bool>(reply.status());
+    if (!held.ok()) {
+      if (Impl::IsUnavailability(held.status())) {
+        impl_->release_failures_.fetch_add(1, std::memory_order_relaxed);
+      } else if (reply.ok() && reply->type == resp::Value::Type::kError) {
+        impl_->CountServerError();
       }
     }
-    return impl_->DegradeAcquire(policy, key, cost, job.reply.status());
-  }
-  absl::StatusOr<client_internal::Acquired> acquired =
-      client_internal::ToAcquired(*job.reply, policy);
-  if (!acquired.ok()) {
-    if (job.reply->type == resp::Value::Type::kError) impl_->CountServerError();
-    // A server that refuses us (NOAUTH, WRONGPASS) is as unusable as one that is down.
-    if (absl::IsPermissionDenied(acquired.status())) {
-      return impl_->DegradeAcquire(policy, key, cost, acquired.status());
-    }
-    return acquired.status();
-  }
-  impl_->Answered(policy, &acquired->decision);
-  if (acquired->lease_id.empty()) return Lease(nullptr, std::string(key), "", acquired->decision);
-  return Lease(this, std::string(key), std::move(acquired->lease_id), acquired->decision);
+  });
 }
 
 absl::StatusOr<bool> RemoteLimiter::Release(std::string_view key, std::string_view lease_id) {

@@ -186,7 +186,12 @@ absl::StatusOr<bool> Limiter::Impl::Release(std::string_view key, std::string_vi
 
 // ---- rl::Lease ----
 
-Lease::~Lease() { Release(); }
+Lease::~Lease() { ReleaseWithoutWaiting(); }
+
+void Lease::ReleaseWithoutWaiting() {
+  LeaseIssuer* issuer = std::exchange(issuer_, nullptr);
+  if (issuer != nullptr) issuer->ReleaseWithoutWaiting(key_, id_);
+}
 
 Lease::Lease(Lease&& other) noexcept
     : issuer_(std::exchange(other.issuer_, nullptr)),
@@ -196,7 +201,7 @@ Lease::Lease(Lease&& other) noexcept
 
 Lease& Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
-    Release();
+    ReleaseWithoutWaiting();
     issuer_ = std::exchange(other.issuer_, nullptr);
     key_ = std::move(other.key_);
     id_ = std::move(other.id_);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
@@ -54,8 +55,19 @@ class Session : public std::enable_shared_from_this<Session> {
       Close();
       return;
     }
+    // No read is started until this response is written, so the request stays put meanwhile.
+    stream_.expires_never();
+    handler_(parser_->get(), peer_ip_, [self = shared_from_this()](Response response) {
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Write(std::move(response));
+      });
+    });
+  }
+
+  // On the session's strand.
+  void Write(Response response) {
     const Request& request = parser_->get();
-    response_ = handler_(request, peer_ip_);
+    response_ = std::move(response);
     response_.version(request.version());
     response_.keep_alive(request.keep_alive());
     response_.prepare_payload();

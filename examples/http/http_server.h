@@ -18,9 +18,13 @@ namespace rl_http {
 
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
-// Called on an I/O thread with the request and the peer's address; may block briefly (the
-// limiter's timeout bounds it).
-using Handler = std::function<Response(const Request& request, const std::string& peer_ip)>;
+// Hands a request's response back to its connection; callable from any thread, once.
+using Respond = std::function<void(Response response)>;
+// Called on an I/O thread with the request and the peer's address; must not block: it calls
+// `respond` when the response is ready (later, from any thread, or before it returns). The
+// request stays valid until then.
+using Handler =
+    std::function<void(const Request& request, const std::string& peer_ip, Respond respond)>;
 
 class HttpServer {
  public:

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/signal_set.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/beast/http/field.hpp"
 #include "boost/beast/http/status.hpp"
 #include "boost/program_options.hpp"
@@ -54,10 +55,9 @@ Response Json(http::status status, std::string body) {
   return response;
 }
 
-// The application's own work, reached only after the gate allowed the request. A report takes
-// `report_ms` to build (a real service would not block an I/O thread for it; the lease is what
-// matters here: it is held for as long as the work runs).
-Response Route(std::string_view method, std::string_view path, int report_ms) {
+// The application's own work, reached only after the gate allowed the request (a report's is
+// started by Handle: it takes time).
+Response Route(std::string_view method, std::string_view path) {
   if (path == "/health" && method == "GET") return Json(http::status::ok, R"({"status":"ok"})");
   if (path == "/api/products" && method == "GET") {
     return Json(http::status::ok,
@@ -67,31 +67,51 @@ Response Route(std::string_view method, std::string_view path, int report_ms) {
     return Json(http::status::accepted, R"({"export":"queued"})");
   }
   if (path == "/v1/reports" && method == "POST") {
-    std::this_thread::sleep_for(std::chrono::milliseconds(report_ms));
     return Json(http::status::ok, R"({"report":"ready"})");
   }
   return Json(http::status::not_found, R"({"error":"not_found"})");
 }
 
-Response Handle(const rl_http::RateLimitGate& gate, const Request& request,
-                const std::string& peer_ip, int report_ms) {
-  const std::string_view target = View(request.target());
-  const std::string_view path = target.substr(0, target.find('?'));
-  const std::string_view method = View(request.method_string());
-  // Identify the client first, then limit, then do the work (never the other way round).
-  const std::string client = rl_http::ClientKey(View(request["X-Api-Key"]), peer_ip);
-  rl_http::GateResult result = gate.Check(method, path, client);
-
+// The response to a request the gate has decided.
+Response Build(const rl_http::GateResult& result, std::string_view method, std::string_view path) {
   Response response;
   if (result.unavailable) {
     response = Json(http::status::service_unavailable, R"({"error":"rate_limiter_unavailable"})");
   } else if (!result.allowed) {
     response = Json(http::status::too_many_requests, R"({"error":"rate_limited"})");
   } else {
-    response = Route(method, path, report_ms);
+    response = Route(method, path);
   }
   for (const rl::HeaderField& field : result.headers) response.set(field.name, field.value);
-  return response;  // result.lease, if any, is released here: the work is done
+  return response;
+}
+
+// One request, without blocking the I/O thread: the gate answers asynchronously (a remote
+// limiter's answer, or its timeout, arrives on the limiter's thread), and a report's work is a
+// timer of `report_ms` during which the request holds its lease.
+void Handle(const rl_http::RateLimitGate& gate, boost::asio::io_context& io, const Request& request,
+            const std::string& peer_ip, int report_ms, rl_http::Respond respond) {
+  const std::string_view target = View(request.target());
+  std::string path(target.substr(0, target.find('?')));
+  std::string method(View(request.method_string()));
+  // Identify the client first, then limit, then do the work (never the other way round).
+  const std::string client = rl_http::ClientKey(View(request["X-Api-Key"]), peer_ip);
+  gate.CheckAsync(
+      method, path, client,
+      [&io, method, path, report_ms, respond = std::move(respond)](rl_http::GateResult result) {
+        if (result.allowed && !result.unavailable && method == "POST" && path == "/v1/reports") {
+          auto work =
+              std::make_shared<boost::asio::steady_timer>(io, std::chrono::milliseconds(report_ms));
+          auto held = std::make_shared<rl_http::GateResult>(std::move(result));
+          work->async_wait([work, held, method, path, respond](const boost::system::error_code&) {
+            respond(Build(*held, method, path));
+            // *held's lease, if any, is released when the last of these handlers is gone: the
+            // work is done.
+          });
+          return;
+        }
+        respond(Build(result, method, path));
+      });
 }
 
 // A log line on stderr, stamped with the UTC time.
@@ -187,8 +207,10 @@ int main(int argc, char** argv) {
     }
     remote.timeout = std::chrono::milliseconds(timeout_ms);
     remote.fallback.instances = fallback_instances;
-    // Per node in cluster mode.
-    remote.connections = static_cast<size_t>(threads);
+    // Per node in cluster mode. Calls are pipelined and nothing waits on a connection, so the
+    // default two carry any load here; fewer connections also means fewer left behind in a
+    // stalled server's backlog (examples/README.md).
+    remote.connections = 2;
     remote.on_failure = [&outage](const rl::Policy& policy, const absl::Status& why) {
       outage.Failure(policy, why);
     };
@@ -204,8 +226,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  absl::StatusOr<rl_http::RateLimitGate> gate =
-      rl_http::RateLimitGate::Create(rl_http::DefaultRouteConfig(), limiter.get(), &outage);
+  // The remote limiter is asked asynchronously (RateLimitGate::CheckAsync): an HTTP I/O thread
+  // never waits for it, so a stalled limiter costs each request at most its timeout.
+  absl::StatusOr<rl_http::RateLimitGate> gate = rl_http::RateLimitGate::Create(
+      rl_http::DefaultRouteConfig(), limiter.get(), &outage,
+      backend == "remote" ? static_cast<rl::RemoteLimiter*>(limiter.get()) : nullptr);
   if (!gate.ok()) {
     std::fprintf(stderr, "policy config: %s\n", gate.status().ToString().c_str());
     return 2;
@@ -213,8 +238,9 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io(threads);
   rl_http::HttpServer http_server(
-      io, [&gate, report_ms](const Request& request, const std::string& peer) {
-        return Handle(*gate, request, peer, report_ms);
+      io, [&gate, &io, report_ms](const Request& request, const std::string& peer,
+                                  rl_http::Respond respond) {
+        Handle(*gate, io, request, peer, report_ms, std::move(respond));
       });
   absl::StatusOr<uint16_t> bound = http_server.Listen(bind, static_cast<uint16_t>(port));
   if (!bound.ok()) {
@@ -235,5 +261,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < threads; ++i) pool.emplace_back([&io] { io.run(); });
   io.run();
   for (std::thread& thread : pool) thread.join();
+  // Calls still in flight complete in the limiter's destructor, and their callbacks use the gate
+  // and post to `io` (which no longer runs them): both must still exist then.
+  limiter.reset();
   return 0;
 }

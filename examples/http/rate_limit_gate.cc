@@ -34,9 +34,11 @@ RouteConfig DefaultRouteConfig() {
 }
 
 absl::StatusOr<RateLimitGate> RateLimitGate::Create(const RouteConfig& config,
-                                                    rl::RateLimiter* limiter, OutageLog* outage) {
+                                                    rl::RateLimiter* limiter, OutageLog* outage,
+                                                    rl::RemoteLimiter* async) {
   RateLimitGate gate;
   gate.limiter_ = limiter;
+  gate.async_ = async;
   gate.outage_ = outage;
   for (const auto& [name, spec] : config.policies) {
     absl::StatusOr<rl::Policy> policy = rl::ParsePolicy(name, std::string_view(spec));
@@ -93,6 +95,47 @@ GateResult RateLimitGate::Check(std::string_view method, std::string_view path,
   } else {
     decision = limiter_->Check(*result.policy, client_key, cost);
   }
+  return Finish(std::move(result), std::move(decision));
+}
+
+void RateLimitGate::CheckAsync(std::string_view method, std::string_view path,
+                               std::string_view client_key,
+                               std::function<void(GateResult)> done) const {
+  if (async_ == nullptr) {
+    done(Check(method, path, client_key));
+    return;
+  }
+  GateResult result;
+  int64_t cost = 1;
+  result.policy = PolicyFor(method, path, &cost);
+  if (result.policy == nullptr) {
+    done(std::move(result));
+    return;
+  }
+  const rl::Policy& policy = *result.policy;  // the gate's: outlives every call
+  if (Leases(policy)) {
+    async_->AsyncAcquire(policy, client_key, cost,
+                         [this, &policy, done = std::move(done)](absl::StatusOr<rl::Lease> lease) {
+                           GateResult result;
+                           result.policy = &policy;
+                           absl::StatusOr<rl::Decision> decision =
+                               lease.ok() ? absl::StatusOr<rl::Decision>(lease->decision())
+                                          : absl::StatusOr<rl::Decision>(lease.status());
+                           if (lease.ok()) result.lease = *std::move(lease);
+                           done(Finish(std::move(result), std::move(decision)));
+                         });
+    return;
+  }
+  async_->AsyncCheck(
+      policy, client_key, cost,
+      [this, &policy, done = std::move(done)](absl::StatusOr<rl::Decision> decision) {
+        GateResult result;
+        result.policy = &policy;
+        done(Finish(std::move(result), std::move(decision)));
+      });
+}
+
+GateResult RateLimitGate::Finish(GateResult result, absl::StatusOr<rl::Decision> decision) const {
   if (!decision.ok()) {
     // A request the limiter refused to evaluate (not an outage: those arrive as decisions made
     // by the failure mode). Treat it as the policy says for an unreachable limiter.

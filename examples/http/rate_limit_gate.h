@@ -3,9 +3,12 @@
 // the policy, the client is identified, the limiter decides before any handler work, and the
 // decision's header values are added to whatever response goes out. A route whose policy has a
 // CONCURRENCY limit takes a lease instead of a check and holds it while the request runs.
+// CheckAsync is what the service calls: with an rl::RemoteLimiter it waits for nothing (the
+// answer arrives on the limiter's I/O thread), so no HTTP I/O thread waits on the network.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +22,7 @@
 #include "rl/lease.h"
 #include "rl/limit.h"
 #include "rl/rate_limiter.h"
+#include "rl/remote_limiter.h"
 
 namespace rl_http {
 
@@ -64,8 +68,11 @@ class RateLimitGate {
   // Parses every policy spec; fails on a bad spec or an override naming an unknown policy.
   // `outage` (optional, not owned) is told about every check the limiter answered, to close an
   // outage episode, and how each check it did not answer was decided.
+  // `async` (optional, not owned): the same limiter as `limiter` when it is an
+  // rl::RemoteLimiter, whose asynchronous calls CheckAsync then uses.
   static absl::StatusOr<RateLimitGate> Create(const RouteConfig& config, rl::RateLimiter* limiter,
-                                              OutageLog* outage = nullptr);
+                                              OutageLog* outage = nullptr,
+                                              rl::RemoteLimiter* async = nullptr);
 
   // The policy for a route (the override, else the default); null for an unlimited route.
   const rl::Policy* PolicyFor(std::string_view method, std::string_view path, int64_t* cost) const;
@@ -74,11 +81,19 @@ class RateLimitGate {
   // ClientKey); it is used as the limiter key as is.
   GateResult Check(std::string_view method, std::string_view path,
                    std::string_view client_key) const;
+  // Check without waiting: `done` gets the result once the limiter has decided, on the remote
+  // limiter's I/O thread (it must hand the response to its own executor), or at once on this
+  // thread with an in-process limiter, which never waits on a network.
+  void CheckAsync(std::string_view method, std::string_view path, std::string_view client_key,
+                  std::function<void(GateResult)> done) const;
 
  private:
   RateLimitGate() = default;
+  // The rest of Check once the limiter has answered (a lease already in result.lease).
+  GateResult Finish(GateResult result, absl::StatusOr<rl::Decision> decision) const;
 
   rl::RateLimiter* limiter_ = nullptr;
+  rl::RemoteLimiter* async_ = nullptr;
   OutageLog* outage_ = nullptr;
   std::map<std::string, rl::Policy, std::less<>> policies_;
   const rl::Policy* default_policy_ = nullptr;

@@ -211,7 +211,8 @@ TEST_F(RemoteLimiterTest, ConcurrentCallsArePipelinedAndMatchedToTheirCallers) {
   EXPECT_EQ(mismatches.load(), 0);
   RemoteLimiterStats stats = limiter->Stats();
   EXPECT_EQ(stats.answered, static_cast<uint64_t>(kThreads * (kCallsPerThread + 1)));
-  EXPECT_LE(stats.connects, 2u);
+  // 2 pipelined connections, plus at most 2 blocking ones lent to synchronous callers.
+  EXPECT_LE(stats.connects, 4u);
 }
 
 TEST_F(RemoteLimiterTest, CheckManyIsOneRoundTripInRequestOrder) {

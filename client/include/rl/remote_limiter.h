@@ -1,9 +1,10 @@
 // rl::RemoteLimiter: what rl::Limiter does — checks, refunds and charges, concurrency leases —
 // answered by an rl-server over RESP (or by a Redis Cluster whose nodes load rl.so) so every
-// instance of a fleet shares one count. Calls are synchronous for the caller and bounded by a
-// per-call timeout of tens of milliseconds; when the server is down or too slow, a local fallback
-// (when configured) decides at this instance's share of the limits, else each policy's
-// FailureMode (fail-open: allow and count the failure; fail-closed: deny). Connections are
+// instance of a fleet shares one count. Calls are synchronous for the caller (Check, CheckMany,
+// Acquire also come in asynchronous forms for services on an event loop: AsyncCheck, ...) and
+// bounded by a per-call timeout of tens of milliseconds; when the server is down or too slow, a
+// local fallback (when configured) decides at this instance's share of the limits, else each
+// policy's FailureMode (fail-open: allow and count the failure; fail-closed: deny). Connections are
 // pooled, concurrent calls are pipelined on them, and a lost server is reconnected to on its own
 // once it is back.
 //
@@ -51,7 +52,9 @@ struct RemoteLimiterOptions {
   // find nothing new (a node is down and not replaced yet), the pause doubles up to 1 s.
   std::chrono::milliseconds cluster_refresh_interval{100};
   // Connections in the pool (in cluster mode, per node); calls are spread round-robin and
-  // pipelined on each.
+  // pipelined on each. Synchronous calls to one node (Check, and CheckMany of one node's keys)
+  // first try one of up to as many more blocking connections, each lent to one calling thread at
+  // a time, which writes and reads itself: no hand-over to the I/O thread and back.
   size_t connections = 2;
   // Whole-call budget: connecting (when needed), sending, and the reply.
   std::chrono::milliseconds timeout{50};
@@ -163,7 +166,8 @@ class RemoteLimiter final : public RateLimiter {
   // starts learning the slot map at once), so a service can start while its limiter is down.
   // Fails for a bad address.
   static absl::StatusOr<std::unique_ptr<RemoteLimiter>> Create(RemoteLimiterOptions options);
-  // Waits for nothing: calls still in flight must have returned before destruction.
+  // Synchronous calls still in flight must have returned before destruction; asynchronous ones
+  // complete in it (see AsyncCheck).
   ~RemoteLimiter() override;
   RemoteLimiter(const RemoteLimiter&) = delete;
   RemoteLimiter& operator=(const RemoteLimiter&) = delete;
@@ -186,6 +190,27 @@ class RemoteLimiter final : public RateLimiter {
     int64_t cost = 1;
   };
   std::vector<absl::StatusOr<Decision>> CheckMany(absl::Span<const Request> requests);
+
+  // Asynchronous Check, CheckMany and Acquire, for a service that runs on an event loop (the
+  // HTTP example's handlers): they return at once, having waited for nothing (no thread is
+  // blocked per call), and `done` is called exactly once with what the synchronous form would
+  // have returned, within the timeout (plus scheduling): a server that is down, stopped or slow
+  // is decided by the fallback or the FailureMode at the deadline, as for Check, and on_failure
+  // is told. Cluster mode works as for the synchronous forms (each node's checks in one batch,
+  // MOVED and ASK followed within the same timeout).
+  //  - `done` runs on the limiter's I/O thread (also for a request refused without asking), so
+  //    it must be short and must not block or make synchronous calls on this limiter: hand the
+  //    rest to the service's own executor (asio::post). The async forms of this limiter may be
+  //    called from it.
+  //  - Each request's `policy` must stay valid until `done` has been called; keys are copied.
+  //  - Calls still in flight when the limiter is destroyed complete in its destructor (as for an
+  //    unreachable server); none may be started during or after it.
+  using CheckCallback = std::function<void(absl::StatusOr<Decision>)>;
+  using CheckManyCallback = std::function<void(std::vector<absl::StatusOr<Decision>>)>;
+  using AcquireCallback = std::function<void(absl::StatusOr<Lease>)>;
+  void AsyncCheck(const Policy& policy, std::string_view key, int64_t cost, CheckCallback done);
+  void AsyncCheckMany(absl::Span<const Request> requests, CheckManyCallback done);
+  void AsyncAcquire(const Policy& policy, std::string_view key, int64_t cost, AcquireCallback done);
   // RL.REFUND / RL.CHARGE (inline mode: `RL.REFUND <key> POLICY <name> <limits...> COST n`;
   // kServerPolicy: `... POLICY <name> COST n`): give back up to `amount`, or take it even into
   // debt (see Limiter::Refund, Limiter::Charge); the answer is what a check of cost 0 would get
@@ -208,7 +233,8 @@ class RemoteLimiter final : public RateLimiter {
   // ("at most 3 exports at once and 20 per hour"), shared by every client of the server: the
   // lease lives on the server (cluster mode: on the key's master) and its id is lease.id(). The
   // returned rl::Lease releases itself when destroyed (RL.RELEASE, see Release below); this
-  // RemoteLimiter must outlive it. Proceed on decision().allowed, not held(): a shadow policy's
+  // RemoteLimiter must outlive it; the destructor does not wait for the server (see
+  // ReleaseWithoutWaiting). Proceed on decision().allowed, not held(): a shadow policy's
   // denial comes back allowed without a lease, and so does a fail-open outage. An error reply
   // (no CONCURRENCY limit, a bad limit, an unknown policy) -> that error.
   // Server unavailable, too slow, or refusing our credentials (counted and reported like a
@@ -235,6 +261,10 @@ class RemoteLimiter final : public RateLimiter {
   // asking). Not retried and not covered by wait_for_replicas: a
   // lost release only holds a slot until the ttl, never grants one too many.
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id) override;
+  // What a lease's destructor calls: RL.RELEASE sent, not waited for (counted in
+  // Stats().releases, and in release_failures when the server does not confirm it within the
+  // timeout; such a lease ends by its ttl). A lease the fallback granted is released locally.
+  void ReleaseWithoutWaiting(std::string_view key, std::string_view lease_id) override;
 
   // RL.PEEK: what Check would answer, changing nothing. Unavailability is an error here.
   absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);

@@ -25,6 +25,13 @@ class LeaseIssuer {
   // (released, or past its ttl); an error when the id is not one of this issuer's for `key`, or
   // (remote) when the server could not be told.
   virtual absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id) = 0;
+  // Ends lease `lease_id` of `key` without waiting to learn whether it was held: what a Lease's
+  // destructor calls, so a destructor never waits on a network. An in-process limiter simply
+  // releases it; rl::RemoteLimiter sends RL.RELEASE and returns at once (bounded by its timeout;
+  // one that is lost ends by the lease's ttl).
+  virtual void ReleaseWithoutWaiting(std::string_view key, std::string_view lease_id) {
+    (void)Release(key, lease_id);
+  }
 };
 
 class Lease {
@@ -35,10 +42,11 @@ class Lease {
   // the answer to an acquire that took no slot. `issuer` must outlive a held lease.
   Lease(LeaseIssuer* issuer, std::string key, std::string id, const Decision& decision)
       : issuer_(issuer), key_(std::move(key)), id_(std::move(id)), decision_(decision) {}
-  // Releases the lease if this object still holds it.
+  // Releases the lease if this object still holds it, without waiting for the answer
+  // (LeaseIssuer::ReleaseWithoutWaiting).
   ~Lease();
   Lease(Lease&& other) noexcept;
-  // Releases what this object held, then takes `other`'s lease.
+  // Releases what this object held (as the destructor does), then takes `other`'s lease.
   Lease& operator=(Lease&& other) noexcept;
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
@@ -58,7 +66,8 @@ class Lease {
 
   // Ends the lease now and frees its slot. True when the limiter still held it (false when its
   // ttl had already run out, when this object held nothing, or when the issuer could not be told:
-  // a remote limiter's server that cannot be reached ends the lease by its ttl).
+  // a remote limiter's server that cannot be reached ends the lease by its ttl). Waits for the
+  // answer (a remote limiter's round trip); the destructor does not.
   bool Release();
   // Stops managing the lease without ending it and returns its id: it stays held until released
   // by id (Limiter::Release, RL.RELEASE) or until its ttl runs out.
@@ -66,6 +75,7 @@ class Lease {
 
  private:
   friend class Limiter;  // applies shadow mode to decision_
+  void ReleaseWithoutWaiting();
 
   LeaseIssuer* issuer_ = nullptr;  // not owned; must outlive a held lease
   std::string key_;
