@@ -47,6 +47,11 @@ struct ClientSession {
   std::atomic<size_t> query_used{0};
   std::atomic<size_t> query_size{0};
   std::atomic<size_t> output_pending{0};
+  // Wrong passwords (AUTH, HELLO ... AUTH) in a row, and how long the connection pauses before
+  // it sends the reply to the last one and reads on (a pause the handler asks for, taken by the
+  // connection on a timer: no thread waits).
+  int auth_failures = 0;
+  int64_t pause_ms = 0;
   std::list<ClientSession*>::iterator registry_pos;  // owned by ClientRegistry
 };
 

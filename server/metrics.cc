@@ -118,6 +118,12 @@ std::string RenderMetrics(const ServerState& st) {
   Sample(&out, "rl_rejected_connections_total", st.global.rejected_connections.load());
   Family(&out, "rl_protocol_errors_total", "counter", "Connections closed for a protocol error.");
   Sample(&out, "rl_protocol_errors_total", st.global.protocol_errors.load());
+  Family(&out, "rl_auth_failures_total", "counter",
+         "Wrong passwords (AUTH, HELLO ... AUTH); each pauses its connection.");
+  Sample(&out, "rl_auth_failures_total", st.global.auth_failures.load());
+  Family(&out, "rl_auth_failure_disconnections_total", "counter",
+         "Connections closed after 10 wrong passwords in a row.");
+  Sample(&out, "rl_auth_failure_disconnections_total", st.global.auth_failure_disconnects.load());
   Family(&out, "rl_commands_processed_total", "counter", "Commands executed.");
   Sample(&out, "rl_commands_processed_total", commands);
   Family(&out, "rl_uptime_seconds", "gauge", "Seconds since the server started.");

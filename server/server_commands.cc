@@ -210,14 +210,17 @@ void Info(CommandContext& ctx) {
         "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
         "client_output_limit_disconnections:{}\r\nidle_timeout_disconnections:{}\r\n"
         "accept_resource_errors:{}\r\nclient_query_buffer_limit_disconnections:{}\r\n"
+        "acl_access_denied_auth:{}\r\nauth_failures:{}\r\nauth_failure_disconnections:{}\r\n"
         "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_overflows:{}\r\n"
         "rl_checks:{}\r\nrl_allowed:{}\r\n"
         "rl_denied:{}\r\nrl_shadow_denied:{}\r\nrl_near_limit:{}\r\n",
         st.global.total_connections.load(), commands, st.global.rejected_connections.load(),
         st.global.protocol_errors.load(), st.global.output_limit_disconnects.load(),
         st.global.idle_disconnects.load(), st.global.accept_resource_errors.load(),
-        st.global.query_limit_disconnects.load(), ls.evictions, ls.expired, ls.overflows,
-        total.checks, total.allowed, total.denied, total.shadow_denied, total.near_limit);
+        st.global.query_limit_disconnects.load(), st.global.auth_failures.load(),
+        st.global.auth_failures.load(), st.global.auth_failure_disconnects.load(), ls.evictions,
+        ls.expired, ls.overflows, total.checks, total.allowed, total.denied, total.shadow_denied,
+        total.near_limit);
     // Internal users of the engine have fields of their own: no policy name can take them.
     WriteCountersLine("inline_limits", checks.inline_limits, &out);
     WriteCountersLine("cl_throttle", checks.throttle, &out);
