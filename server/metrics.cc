@@ -149,6 +149,25 @@ std::string RenderMetrics(const ServerState& st) {
                    cumulative);
   }
 
+  // As Prometheus's own prometheus_config_last_reload_successful: 1 until a reload fails.
+  const ReloadStatus reload = st.reloads.Get();
+  Family(&out, "rl_config_last_reload_successful", "gauge",
+         "0 when the last SIGHUP reload failed (the running config was kept), else 1.");
+  Sample(&out, "rl_config_last_reload_successful", reload.last == "error" ? 0 : 1);
+  Family(&out, "rl_config_last_reload_timestamp_seconds", "gauge",
+         "Unix time of the last SIGHUP reload (0 = never).");
+  Sample(&out, "rl_config_last_reload_timestamp_seconds", reload.last_wall_ms / 1e3);
+  Family(&out, "rl_config_reloads_total", "counter", "SIGHUP reloads by result.");
+  fmt::format_to(o, "rl_config_reloads_total{{result=\"ok\"}} {}\n", reload.ok);
+  fmt::format_to(o, "rl_config_reloads_total{{result=\"error\"}} {}\n", reload.failed);
+  Family(&out, "rl_config_restart_pending_settings", "gauge",
+         "Settings the config file changes that apply only after a restart.");
+  Sample(&out, "rl_config_restart_pending_settings", reload.restart_pending.size());
+  Family(&out, "rl_config_last_reload_info", "gauge",
+         "The last SIGHUP reload's status (none, ok, error) and message, as labels.");
+  fmt::format_to(o, "rl_config_last_reload_info{{status=\"{}\",message=\"{}\"}} 1\n", reload.last,
+                 EscapeLabelValue(reload.message));
+
   PersistenceStats ps;
   if (st.snapshotter != nullptr) ps = st.snapshotter->Stats();
   Family(&out, "rl_snapshot_enabled", "gauge", "1 when --snapshot is set.");

@@ -147,6 +147,24 @@ void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& pe
   }
 }
 
+// The last SIGHUP reload: INFO has one line per field, so its message loses line breaks.
+void AppendReloadInfo(const ReloadStatus& r, std::string* out) {
+  std::string message = r.message;
+  for (char& c : message) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  std::string pending;
+  for (const std::string& p : r.restart_pending) {
+    pending += pending.empty() ? "" : ",";
+    pending += p.substr(0, p.find(' '));  // the setting's name
+  }
+  fmt::format_to(std::back_inserter(*out),
+                 "config_reload_last_status:{}\r\nconfig_reload_last_time:{}\r\n"
+                 "config_reload_last_message:{}\r\nconfig_reloads_ok:{}\r\n"
+                 "config_reloads_failed:{}\r\nconfig_restart_pending:{}\r\n",
+                 r.last, r.last_wall_ms / 1000, message, r.ok, r.failed, pending);
+}
+
 void Info(CommandContext& ctx) {
   ServerState& st = ctx.state;
   bool all = ctx.args.size() == 1;
@@ -171,6 +189,9 @@ void Info(CommandContext& ctx) {
                    "io_threads_active:{}\r\nexecutable:rl-server\r\nconfig_file:{}\r\n\r\n",
                    kRedisCompatVersion, RL_VERSION, getpid(), st.run_id, st.port, uptime_s,
                    uptime_s / 86400, st.config.threads, st.config.config_file);
+    out.resize(out.size() - 2);  // the reload fields belong to this section
+    AppendReloadInfo(st.reloads.Get(), &out);
+    out += "\r\n";
   }
   if (want("clients")) {
     fmt::format_to(o,
