@@ -52,7 +52,7 @@ class KeyEngine {
       : ctx_(ctx), key_(key), ctx_flags_(ctx_flags) {}
 
   absl::StatusOr<Decision> Check(const Request& r) {
-    return Consume(r.scope, r.limits, r.cost, r.shadow);
+    return Consume(r.scope, r.limits, r.cost, r.shadow, r.policy.get());
   }
   absl::StatusOr<Decision> Peek(const Request& r) {
     StateKey key(ctx_, key_, REDISMODULE_READ);
@@ -77,12 +77,13 @@ class KeyEngine {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
+    const bool carried = Carry(key, r.policy.get(), now);
     bool changed = false;
     Acquired a;
     absl::StatusOr<Decision> d =
         key.state().Acquire(r.scope, r.key, r.limits, r.cost, now, &a.lease_id, &changed);
+    Written(key, changed || carried, now);
     if (!d.ok()) return d.status();
-    Written(key, changed, now);
     Count(*d, r.shadow);
     if (!a.lease_id.empty()) ++g_counters.leases_acquired;
     a.decision = *d;
@@ -105,6 +106,11 @@ class KeyEngine {
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
  private:
+  // A stored policy whose window changed: the key's states follow it first (KeyState::CarryOver).
+  // True when that changed the key.
+  static bool Carry(StateKey& key, const Policy* policy, int64_t now) {
+    return policy != nullptr && key.state().CarryOver(*policy, now);
+  }
   // After a change to the key's state: store, expire and replicate it (see StateKey::Commit).
   void Written(StateKey& key, bool changed, int64_t now) {
     if (!changed) return;
@@ -125,24 +131,26 @@ class KeyEngine {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
+    const bool carried = Carry(key, r.policy.get(), now);
     bool changed = false;
     absl::StatusOr<Decision> d = refund
                                      ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
                                      : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
+    Written(key, changed || carried, now);
     if (!d.ok()) return d;
-    Written(key, changed, now);
     ++(refund ? g_counters.refunds : g_counters.charges);
     return d;
   }
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
-                                   int64_t cost, bool shadow) {
+                                   int64_t cost, bool shadow, const Policy* policy = nullptr) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
+    const bool carried = Carry(key, policy, now);
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
+    Written(key, changed || carried, now);
     if (!d.ok()) return d;
-    Written(key, changed, now);
     Count(*d, shadow);
     return d;
   }

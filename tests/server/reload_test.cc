@@ -1,7 +1,8 @@
 // SIGHUP reloads of the real server: a file start would refuse (a value out of range, an unknown
 // setting, a bad policy) is refused whole by a reload too, and says so in INFO and /metrics, not
 // only in the log; a setting that only a restart applies is named in the log, INFO and /metrics;
-// --check-config gives the same verdict before a reload (systemd's ExecReload uses it).
+// --check-config gives the same verdict before a reload (systemd's ExecReload uses it); a
+// changed window carries each key's use over.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -159,6 +160,33 @@ TEST_F(ReloadTest, FlagsStillWinOverTheFileOnReload) {
   std::string info = Reload(server, c);
   EXPECT_EQ(Field(info, "config_reload_last_status"), "ok");
   EXPECT_EQ(Field(info, "config_restart_pending"), "");
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// A changed window carries each key's use over, by reload and by RL.POLICY SET alike.
+TEST_F(ReloadTest, AChangedWindowCarriesEachKeysUseOver) {
+  std::ofstream(config_) << "[policies]\napi = \"SLIDING_LOG 3 1m\"\n";
+  ServerProcess server({"--config", config_});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  auto allowed = [&](const std::string& key, const std::string& policy) {
+    return c.Call({"RL.CHECK", key, "POLICY", policy}).Ints()[0];
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(allowed("full", "api"), 1);
+  ASSERT_EQ(allowed("full", "api"), 0);
+  ASSERT_EQ(allowed("one", "api"), 1);
+  Rewrite(config_, "[policies]\napi = \"SLIDING_LOG 3 2m\"\n");
+  ASSERT_EQ(Field(Reload(server, c), "config_reload_last_status"), "ok");
+  ASSERT_EQ(c.Call({"RL.POLICY", "GET", "api"}).str, "SLIDING_LOG 3 2m");
+  EXPECT_EQ(allowed("full", "api"), 0) << "a key at its limit got a fresh allowance";
+  EXPECT_EQ(allowed("one", "api"), 1);
+  EXPECT_EQ(allowed("one", "api"), 1);
+  EXPECT_EQ(allowed("one", "api"), 0) << "1 of 3 used carries over";
+
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "rt", "GCRA", "2", "1m"}).str, "OK");
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(allowed("k", "rt"), 1);
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "rt", "GCRA", "2", "1h"}).str, "OK");
+  EXPECT_EQ(allowed("k", "rt"), 0) << "RL.POLICY SET with another window";
   EXPECT_EQ(server.Terminate(), 0);
 }
 
