@@ -25,6 +25,10 @@ class PolicyStore {
   // Parses every (name, spec) and replaces the file-defined set, keeping runtime-only policies.
   // All or nothing: on any error nothing changes and the error names the bad policy.
   absl::Status LoadFromConfig(const std::vector<std::pair<std::string, std::string>>& specs);
+  // At start, with the versions of the file's policies a snapshot saved: each whose spec the file
+  // has changed since is linked to its saved version, so its keys' states follow a changed
+  // window as after a reload (rl::Policy::carried_from). Runtime policies are left alone.
+  void LinkSavedVersions(std::vector<rl::Policy> saved);
   // RL.POLICY SET / DEL.
   absl::Status SetRuntime(rl::Policy policy);
   bool Delete(std::string_view name);

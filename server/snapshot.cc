@@ -109,6 +109,14 @@ absl::Status Snapshotter::Load() {
     absl::Status ps = state_->policies.SetRuntime(std::move(policy));
     if (!ps.ok()) Log(fmt::format("snapshot policy skipped: {}", ToStd(ps.message())));
   }
+  // A file policy whose window changed while the server was down: its states follow it.
+  std::vector<rl::Policy> saved_file_versions;
+  for (const SavedPolicy& p : snap.policies) {
+    if (p.runtime) continue;
+    auto policy = rl::ParsePolicy(p.name, std::string_view(p.spec));
+    if (policy.ok()) saved_file_versions.push_back(std::move(*policy));
+  }
+  state_->policies.LinkSavedVersions(std::move(saved_file_versions));
   int64_t us = MicrosSince(started);
   int64_t cpu_us = ThreadCpuUs() - cpu_started;
   uint64_t kept = state_->limiter->KeyCount();

@@ -190,5 +190,26 @@ TEST_F(ReloadTest, AChangedWindowCarriesEachKeysUseOver) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// The same when the window changes while the server is down: the snapshot's version of the
+// policy links to the file's new one at start.
+TEST_F(ReloadTest, AWindowChangedAcrossARestartCarriesOverToo) {
+  const std::string snapshot = dir_ + "/state.rlsnap";
+  std::ofstream(config_) << "[policies]\napi = \"FIXED_WINDOW 2 1m\"\n";
+  {
+    ServerProcess server({"--config", config_, "--snapshot", snapshot});
+    ASSERT_GT(server.port(), 0);
+    RespClient c(server.port());
+    for (int i = 0; i < 2; ++i) ASSERT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "api"}).Ints()[0], 1);
+    ASSERT_EQ(server.Terminate(), 0);
+  }
+  Rewrite(config_, "[policies]\napi = \"FIXED_WINDOW 2 5m\"\n");
+  ServerProcess server({"--config", config_, "--snapshot", snapshot});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  EXPECT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "api"}).Ints()[0], 0) << "fresh after a restart";
+  EXPECT_EQ(c.Call({"RL.CHECK", "other", "POLICY", "api"}).Ints()[0], 1);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 }  // namespace
 }  // namespace rl::test
