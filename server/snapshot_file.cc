@@ -78,8 +78,12 @@ size_t RemoveStaleTempFiles(const std::string& path) {
   size_t removed = 0;
   while (const dirent* e = ::readdir(d)) {
     std::string_view name(e->d_name);
+    // FILE.tmp (older versions) or FILE.tmp.XXXXXX (mkostemp's six characters), nothing else.
     if (name.substr(0, prefix.size()) != prefix) continue;
-    if (name.size() != prefix.size() && name[prefix.size()] != '.') continue;
+    if (name.size() != prefix.size() &&
+        (name.size() != prefix.size() + 7 || name[prefix.size()] != '.')) {
+      continue;
+    }
     removed += ::unlinkat(::dirfd(d), e->d_name, 0) == 0;
   }
   ::closedir(d);

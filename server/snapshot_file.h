@@ -15,7 +15,7 @@ namespace rl::server {
 // directory, so a crash at any point leaves either the old file or the new one.
 absl::Status WriteFileDurably(const std::string& path, const std::vector<std::string_view>& parts);
 
-// Removes the temp files a crashed writer of `path` left behind (path.tmp and path.tmp.*). Only
+// Removes the temp files a crashed writer of `path` left behind (path.tmp, path.tmp.XXXXXX). Only
 // safe for the holder of the path's SnapshotLock. Returns how many it removed.
 size_t RemoveStaleTempFiles(const std::string& path);
 

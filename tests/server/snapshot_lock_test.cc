@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,11 +79,14 @@ TEST_F(SnapshotLockTest, TempFilesOfAnInterruptedSaveAreRemovedAtStart) {
   std::ofstream(file_ + ".tmp") << "left over by an older version's crash";
   std::ofstream(file_ + ".tmp.a1B2c3") << "left over by a crash mid-write";
   std::ofstream(dir_ + "/other.tmp") << "not ours";
+  std::ofstream(file_ + ".tmp.json") << "not a temp file of a save";
   ServerProcess server({"--snapshot", file_});
   ASSERT_GT(server.port(), 0);
   std::vector<std::string> left = TempFiles();
-  ASSERT_EQ(left.size(), 1u);
+  std::sort(left.begin(), left.end());
+  ASSERT_EQ(left.size(), 2u);
   EXPECT_EQ(left[0], "other.tmp");
+  EXPECT_EQ(left[1], "state.rlsnap.tmp.json");
   EXPECT_EQ(server.Terminate(), 0);
 }
 
