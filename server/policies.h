@@ -3,7 +3,8 @@
 // (its version replaces a runtime SET of the same name, and a file policy deleted at runtime
 // comes back); policies created at runtime under names the file does not use survive reloads.
 // Limiter state is never touched: a policy's state lives under its name, so an unchanged policy
-// keeps counting across a reload.
+// keeps counting across a reload, and one whose window changed is linked to its old version
+// (rl::Policy::carried_from) so each key's state follows at its next check.
 #pragma once
 
 #include <functional>
