@@ -41,6 +41,10 @@ struct Effect {
   absl::Span<const Limit> limits;
   int64_t cost = 0;           // cost, or the amount of a refund or charge
   std::string_view lease_id;  // kAcquire: the id taken (empty: none); kRelease: the id released
+  // The call also moved the key's states to a policy's new window (KeyState::CarryOver), which a
+  // replay of the call cannot do (the links to the old windows live in this node's policy): the
+  // whole state is replicated instead (RL.SETSTATE), once per key and window change.
+  bool whole = false;
 };
 
 // Replicates `effect`, run at `now_ms` on key `name`, whose state then held `states` states

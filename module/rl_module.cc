@@ -53,7 +53,7 @@ class KeyEngine {
       : ctx_(ctx), key_(key), ctx_flags_(ctx_flags) {}
 
   absl::StatusOr<Decision> Check(const Request& r) {
-    return Consume(r.scope, r.limits, r.cost, r.shadow);
+    return Consume(r.scope, r.limits, r.cost, r.shadow, r.policy.get());
   }
   absl::StatusOr<Decision> Peek(const Request& r) {
     StateKey key(ctx_, key_, REDISMODULE_READ);
@@ -75,14 +75,16 @@ class KeyEngine {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
+    const bool carried = Carry(key, r.policy.get(), now);
     bool changed = false;
     Acquired a;
     absl::StatusOr<Decision> d =
         key.state().Acquire(r.scope, r.key, r.limits, r.cost, now, &a.lease_id, &changed);
     Effect effect = Of(Effect::Op::kAcquire, r);
     effect.lease_id = a.lease_id;
+    effect.whole = carried;
     const bool overflowed = Overflowed(key, changed);
-    if (!overflowed) Written(key, changed, now, effect);
+    if (!overflowed) Written(key, changed || carried, now, effect);
     if (!d.ok()) return d.status();
     if (overflowed) {
       a.lease_id.clear();  // allowed without a lease under fail-open, as rl-server
@@ -120,6 +122,11 @@ class KeyEngine {
     Admissions().CountOverflow();
     return true;
   }
+  // A stored policy whose window changed: the key's states follow it first (KeyState::CarryOver).
+  // True when that changed the key. (Only a stored key carries, so never past the bound.)
+  static bool Carry(StateKey& key, const Policy* policy, int64_t now) {
+    return policy != nullptr && key.state().CarryOver(*policy, now);
+  }
   // After a change to the key's state by `effect` (even one that ended in an error: it may have
   // dropped what had ended): store, expire and replicate it (see StateKey::Commit).
   void Written(StateKey& key, bool changed, int64_t now, const Effect& effect) {
@@ -149,31 +156,36 @@ class KeyEngine {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
+    const bool carried = Carry(key, r.policy.get(), now);
     bool changed = false;
     absl::StatusOr<Decision> d = refund
                                      ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
                                      : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
     // A charge that cannot be stored is answered as computed, uncounted (no mode denies it).
     if (!Overflowed(key, changed)) {
-      Written(key, changed, now, Of(refund ? Effect::Op::kRefund : Effect::Op::kCharge, r));
+      Effect effect = Of(refund ? Effect::Op::kRefund : Effect::Op::kCharge, r);
+      effect.whole = carried;
+      Written(key, changed || carried, now, effect);
     }
     if (!d.ok()) return d;
     ++(refund ? g_counters.refunds : g_counters.charges);
     return d;
   }
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
-                                   int64_t cost, bool shadow) {
+                                   int64_t cost, bool shadow, const Policy* policy = nullptr) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
+    const bool carried = Carry(key, policy, now);
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
     Effect effect;
     effect.scope = scope;
     effect.limits = limits;
     effect.cost = cost;
+    effect.whole = carried;
     const bool overflowed = Overflowed(key, changed);
-    if (!overflowed) Written(key, changed, now, effect);
+    if (!overflowed) Written(key, changed || carried, now, effect);
     if (!d.ok()) return d;
     // Fail-open: the answer a first call gets, not counted.
     if (overflowed && Admissions().overflow() == FailureMode::kFailClosed) *d = Refused(*d);

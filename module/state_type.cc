@@ -324,8 +324,13 @@ void StateKey::Commit(int64_t now_ms, bool replicate, const Effect& effect) {
     return;
   }
   if (!Store(TtlMs(expiry_ms, now_ms))) return;
-  Propagate(replicate,
-            [&] { ReplicateEffect(ctx_, name_, now_ms, effect, state_.size(), expiry_ms); });
+  Propagate(replicate, [&] {
+    if (effect.whole) {
+      ReplicateState(ctx_, name_, state_);
+    } else {
+      ReplicateEffect(ctx_, name_, now_ms, effect, state_.size(), expiry_ms);
+    }
+  });
 }
 
 void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags) {

@@ -51,6 +51,11 @@ struct ClientSession {
   // MULTI: commands queued (-1 outside MULTI) and their bytes (see Transaction).
   std::atomic<int64_t> multi_queued{-1};
   std::atomic<size_t> multi_mem{0};
+  // Wrong passwords (AUTH, HELLO ... AUTH) in a row, and how long the connection pauses before
+  // it sends the reply to the last one and reads on (a pause the handler asks for, taken by the
+  // connection on a timer: no thread waits).
+  int auth_failures = 0;
+  int64_t pause_ms = 0;
   std::list<ClientSession*>::iterator registry_pos;  // owned by ClientRegistry
 };
 

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "rl/ascii.h"
@@ -519,6 +520,15 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
   auto text = ReadConfigFile(path);
   if (!text.ok()) return text.status();
   return LoadConfigText(*text, path, keep, config);
+}
+
+absl::Status FinishConfig(ServerConfig* config) {
+  absl::Status st = CheckConfig(*config);
+  if (!st.ok()) return st;
+  if (config->threads == 0) {
+    config->threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesText(

@@ -53,6 +53,9 @@ struct ServerConfig {
   DebugCommandMode enable_debug_command = DebugCommandMode::kNo;
   // (name, spec) from the config file's [policies] table, in file order.
   std::vector<std::pair<std::string, std::string>> policies;
+  // The settings given on the command line (flag names without "--"): they win over the file,
+  // at start and on every reload.
+  std::vector<std::string> command_line_flags;
 };
 
 // How a numeric setting is written: a plain count, a byte size ("64mb" or an integer) or a
@@ -88,6 +91,7 @@ struct CommandLine {
   ServerConfig config;
   bool exit_now = false;
   int exit_code = 0;
+  bool check_only = false;  // --check-config: validate, report, exit
 };
 
 // Parses argv, then loads --config FILE (if any) under the flags. Prints help or errors itself.
@@ -102,7 +106,11 @@ absl::Status LoadConfigFile(const std::string& path, const std::vector<std::stri
 absl::Status LoadConfigText(std::string_view text, std::string_view source,
                             const std::vector<std::string>& keep, ServerConfig* config);
 
-// Only the [policies] table of a config file, for SIGHUP reloads (same file checks).
+// What start does after the flags and the file: the checks between settings (CheckConfig) and
+// the defaults that depend on the machine (threads 0 = one per core).
+absl::Status FinishConfig(ServerConfig* config);
+
+// Only the [policies] table of a config file (same file checks).
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
     const std::string& path);
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesText(

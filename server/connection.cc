@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <boost/asio/write.hpp>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -41,6 +42,7 @@ bool LooksLikeHttp(absl::Span<const std::string_view> args) {
 Connection::Connection(Worker* worker, asio::ip::tcp::socket socket)
     : worker_(worker),
       socket_(std::move(socket)),
+      pause_timer_(socket_.get_executor()),
       writer_(&out_),
       txn_(worker->state(), worker, &session_) {
   ServerState& state = worker_->state();
@@ -116,7 +118,12 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
   }
   session_.last_active_ms.store(worker_->state().clock->NowMs(), std::memory_order_relaxed);
   in_end_ += n;
+  OnInput();
+}
+
+void Connection::OnInput() {
   if (!ProcessInput()) return;
+  if (session_.pause_ms > 0) return Pause();
   MaybeWrite();
   if (closed_) return;
   if (read_closed_) {
@@ -132,6 +139,13 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
     }
   }
   DoRead();
+}
+
+void Connection::Pause() {
+  pause_timer_.expires_after(std::chrono::milliseconds(std::exchange(session_.pause_ms, 0)));
+  pause_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec && !self->closed_) self->OnInput();
+  });
 }
 
 bool Connection::GrowInput() {
@@ -181,6 +195,7 @@ bool Connection::ProcessInput() {
     if (!args_.empty()) Execute(absl::MakeConstSpan(args_));
     in_start_ += consumed;
     if (closed_) return false;
+    if (session_.pause_ms > 0) break;  // the rest waits for the pause (OnInput)
     if (PendingOutput() > state.config.client_output_limit) {
       state.global.output_limit_disconnects.fetch_add(1, std::memory_order_relaxed);
       CloseNow();
@@ -267,6 +282,7 @@ void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {
 void Connection::Shutdown() {
   if (closed_) return;
   read_closed_ = true;
+  pause_timer_.cancel();  // a paused reply goes out now
   boost::system::error_code ec;
   // Wakes the pending read with EOF; the write in flight (if any) still completes.
   socket_.shutdown(asio::ip::tcp::socket::shutdown_receive, ec);
@@ -280,6 +296,7 @@ void Connection::CloseNow() {
   if (closed_) return;
   closed_ = true;
   read_closed_ = true;
+  pause_timer_.cancel();
   boost::system::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);

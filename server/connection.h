@@ -7,6 +7,7 @@
 
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <list>
@@ -76,6 +77,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // connection closed) when either would be exceeded.
   bool GrowInput();
   void OnRead(const boost::system::error_code& ec, size_t n);
+  // Runs what the buffer holds, writes the replies and reads on, unless a command asked for a
+  // pause (ClientSession::pause_ms): then replies and reading wait for Pause's timer.
+  void OnInput();
+  void Pause();
   // Parses and executes every complete command in the buffer. False when the connection closed.
   bool ProcessInput();
   void Execute(absl::Span<const std::string_view> args);
@@ -90,6 +95,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Worker* worker_;
   boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer pause_timer_;
   resp::Parser parser_;
   std::vector<std::string_view> args_;  // reused for every command
   InputBuffer in_;                      // [in_start_, in_end_) are unparsed bytes

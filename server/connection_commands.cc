@@ -36,6 +36,26 @@ bool CheckCredentials(const ServerState& state, std::string_view user, std::stri
   return user_ok && pass_ok;
 }
 
+// A wrong password costs time: its reply, and everything the client sent after it, waits
+// 100 ms, doubling with each wrong one in a row up to 1 s, and the tenth in a row closes the
+// connection. A pipeline of guesses gets a handful per second instead of tens of thousands, and
+// only that connection waits (the pause is a timer, see Connection::Pause).
+constexpr int kAuthFailuresBeforeClose = 10;
+constexpr int64_t kAuthFirstPauseMs = 100;
+constexpr int64_t kAuthMaxPauseMs = 1000;
+
+void FailAuth(CommandContext& ctx) {
+  ClientSession& s = ctx.session;
+  ++s.auth_failures;
+  ctx.state.global.auth_failures.fetch_add(1, std::memory_order_relaxed);
+  s.pause_ms = std::min(kAuthMaxPauseMs, kAuthFirstPauseMs << std::min(s.auth_failures - 1, 4));
+  if (s.auth_failures >= kAuthFailuresBeforeClose) {
+    ctx.state.global.auth_failure_disconnects.fetch_add(1, std::memory_order_relaxed);
+    s.close_after_reply = true;
+  }
+  ctx.w.Error(kWrongPass);
+}
+
 void Auth(CommandContext& ctx) {
   if (ctx.args.size() > 3) return WriteSyntaxError(ctx.w);
   if (ctx.args.size() == 2 && ctx.state.config.requirepass.empty()) {
@@ -45,8 +65,9 @@ void Auth(CommandContext& ctx) {
   }
   std::string_view user = ctx.args.size() == 3 ? ctx.args[1] : "default";
   std::string_view pass = ctx.args.back();
-  if (!CheckCredentials(ctx.state, user, pass)) return ctx.w.Error(kWrongPass);
+  if (!CheckCredentials(ctx.state, user, pass)) return FailAuth(ctx);
   ctx.session.authenticated = true;
+  ctx.session.auth_failures = 0;
   ctx.w.SimpleString("OK");
 }
 
@@ -71,10 +92,9 @@ void Hello(CommandContext& ctx) {
   for (size_t i = 2; i < args.size(); ++i) {
     bool more = i + 1 < args.size();
     if (EqualsLower(args[i], "auth") && i + 2 < args.size()) {
-      if (!CheckCredentials(ctx.state, args[i + 1], args[i + 2])) {
-        return ctx.w.Error(kWrongPass);
-      }
+      if (!CheckCredentials(ctx.state, args[i + 1], args[i + 2])) return FailAuth(ctx);
       ctx.session.authenticated = true;
+      ctx.session.auth_failures = 0;
       i += 2;
     } else if (EqualsLower(args[i], "setname") && more) {
       setname = args[i + 1];

@@ -74,7 +74,8 @@ CommandLine ParseCommandLine(int argc, char** argv) {
                                 "snapshot-strict",
                                 "metrics-port",
                                 "enable-debug-command",
-                                "quiet"}) {
+                                "quiet",
+                                "check-config"}) {
     if (const NumericSetting* s = FindNumericSetting(name)) {
       std::string& text = numbers[std::string(name)];
       add(std::string(name).c_str(), po::value<std::string>(&text)->default_value(text),
@@ -110,6 +111,10 @@ CommandLine ParseCommandLine(int argc, char** argv) {
           "to no client, every client, or clients on this machine");
     } else if (name == "quiet") {
       add("quiet", po::bool_switch(&c.quiet), "no log lines on stderr");
+    } else if (name == "check-config") {
+      add("check-config", po::bool_switch(&cl.check_only),
+          "check the flags and --config FILE (every setting and policy) as start and SIGHUP do, "
+          "print the result and exit: 0 when the server would start with them, 1 when not");
     }
   }
   for (const NumericSetting& s : NumericSettings()) {  // one left out of the list above
@@ -163,19 +168,16 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   }
   c.enable_debug_command = *dm;
 
+  // Flags typed on the command line win over the file (now and on every reload).
+  for (const auto& [name, value] : vm) {
+    if (!value.defaulted()) c.command_line_flags.push_back(name);
+  }
   if (!c.config_file.empty()) {
-    // Flags typed on the command line win over the file.
-    std::vector<std::string> keep;
-    for (const auto& [name, value] : vm) {
-      if (!value.defaulted()) keep.push_back(name);
-    }
-    absl::Status st = LoadConfigFile(c.config_file, keep, &c);
+    absl::Status st = LoadConfigFile(c.config_file, c.command_line_flags, &c);
     if (!st.ok()) return fail(ToStd(st.message()));
   }
-  absl::Status st = CheckConfig(c);
+  absl::Status st = FinishConfig(&c);
   if (!st.ok()) return fail(ToStd(st.message()));
-  if (c.threads == 0)
-    c.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return cl;
 }
 

@@ -118,6 +118,12 @@ std::string RenderMetrics(const ServerState& st) {
   Sample(&out, "rl_rejected_connections_total", st.global.rejected_connections.load());
   Family(&out, "rl_protocol_errors_total", "counter", "Connections closed for a protocol error.");
   Sample(&out, "rl_protocol_errors_total", st.global.protocol_errors.load());
+  Family(&out, "rl_auth_failures_total", "counter",
+         "Wrong passwords (AUTH, HELLO ... AUTH); each pauses its connection.");
+  Sample(&out, "rl_auth_failures_total", st.global.auth_failures.load());
+  Family(&out, "rl_auth_failure_disconnections_total", "counter",
+         "Connections closed after 10 wrong passwords in a row.");
+  Sample(&out, "rl_auth_failure_disconnections_total", st.global.auth_failure_disconnects.load());
   Family(&out, "rl_commands_processed_total", "counter", "Commands executed.");
   Sample(&out, "rl_commands_processed_total", commands);
   Family(&out, "rl_uptime_seconds", "gauge", "Seconds since the server started.");
@@ -142,6 +148,25 @@ std::string RenderMetrics(const ServerState& st) {
     fmt::format_to(o, "rl_command_duration_seconds_count{{family=\"{}\"}} {}\n", kFamilyNames[f],
                    cumulative);
   }
+
+  // As Prometheus's own prometheus_config_last_reload_successful: 1 until a reload fails.
+  const ReloadStatus reload = st.reloads.Get();
+  Family(&out, "rl_config_last_reload_successful", "gauge",
+         "0 when the last SIGHUP reload failed (the running config was kept), else 1.");
+  Sample(&out, "rl_config_last_reload_successful", reload.last == "error" ? 0 : 1);
+  Family(&out, "rl_config_last_reload_timestamp_seconds", "gauge",
+         "Unix time of the last SIGHUP reload (0 = never).");
+  Sample(&out, "rl_config_last_reload_timestamp_seconds", reload.last_wall_ms / 1e3);
+  Family(&out, "rl_config_reloads_total", "counter", "SIGHUP reloads by result.");
+  fmt::format_to(o, "rl_config_reloads_total{{result=\"ok\"}} {}\n", reload.ok);
+  fmt::format_to(o, "rl_config_reloads_total{{result=\"error\"}} {}\n", reload.failed);
+  Family(&out, "rl_config_restart_pending_settings", "gauge",
+         "Settings the config file changes that apply only after a restart.");
+  Sample(&out, "rl_config_restart_pending_settings", reload.restart_pending.size());
+  Family(&out, "rl_config_last_reload_info", "gauge",
+         "The last SIGHUP reload's status (none, ok, error) and message, as labels.");
+  fmt::format_to(o, "rl_config_last_reload_info{{status=\"{}\",message=\"{}\"}} 1\n", reload.last,
+                 EscapeLabelValue(reload.message));
 
   PersistenceStats ps;
   if (st.snapshotter != nullptr) ps = st.snapshotter->Stats();

@@ -45,6 +45,18 @@ absl::Status PolicyStore::LoadFromConfig(
   return absl::OkStatus();
 }
 
+void PolicyStore::LinkSavedVersions(std::vector<rl::Policy> saved) {
+  absl::MutexLock lock(&mu_);
+  for (rl::Policy& old : saved) {
+    std::shared_ptr<const rl::Policy> current = registry_.Get(old.name);
+    if (current == nullptr || runtime_names_.contains(old.name)) continue;
+    if (rl::FormatPolicy(old) == rl::FormatPolicy(*current)) continue;
+    // Setting the saved version and then the file's again links them, as a reload would.
+    rl::Policy now = *current;
+    if (registry_.Set(std::move(old)).ok()) registry_.Set(std::move(now)).IgnoreError();
+  }
+}
+
 absl::Status PolicyStore::SetRuntime(rl::Policy policy) {
   absl::MutexLock lock(&mu_);
   std::string name = policy.name;

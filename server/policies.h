@@ -3,7 +3,8 @@
 // (its version replaces a runtime SET of the same name, and a file policy deleted at runtime
 // comes back); policies created at runtime under names the file does not use survive reloads.
 // Limiter state is never touched: a policy's state lives under its name, so an unchanged policy
-// keeps counting across a reload.
+// keeps counting across a reload, and one whose window changed is linked to its old version
+// (rl::Policy::carried_from) so each key's state follows at its next check.
 #pragma once
 
 #include <functional>
@@ -25,6 +26,10 @@ class PolicyStore {
   // Parses every (name, spec) and replaces the file-defined set, keeping runtime-only policies.
   // All or nothing: on any error nothing changes and the error names the bad policy.
   absl::Status LoadFromConfig(const std::vector<std::pair<std::string, std::string>>& specs);
+  // At start, with the versions of the file's policies a snapshot saved: each whose spec the file
+  // has changed since is linked to its saved version, so its keys' states follow a changed
+  // window as after a reload (rl::Policy::carried_from). Runtime policies are left alone.
+  void LinkSavedVersions(std::vector<rl::Policy> saved);
   // RL.POLICY SET / DEL.
   absl::Status SetRuntime(rl::Policy policy);
   bool Delete(std::string_view name);

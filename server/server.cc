@@ -170,6 +170,7 @@ Server::Server(ServerConfig config) { state_.config = std::move(config); }
 Server::~Server() = default;
 
 absl::Status Server::Start() {
+  state_.configured = state_.config;
   absl::Status fds = FitMaxClientsToFileLimit(&state_.config);
   if (!fds.ok()) return fds;
   const ServerConfig& c = state_.config;
@@ -300,21 +301,7 @@ void Server::WaitSignal() {
   });
 }
 
-void Server::Reload() {
-  const ServerConfig& c = state_.config;
-  if (c.config_file.empty()) {
-    Log(c, "SIGHUP: no --config file; nothing to reload");
-    return;
-  }
-  auto specs = LoadPolicies(c.config_file);
-  absl::Status st = specs.ok() ? state_.policies.LoadFromConfig(*specs) : specs.status();
-  if (!st.ok()) {
-    Log(c, fmt::format("SIGHUP: reload failed, keeping the current policies: {}",
-                       ToStd(st.message())));
-    return;
-  }
-  Log(c, fmt::format("SIGHUP: reloaded {} policies from {}", specs->size(), c.config_file));
-}
+void Server::Reload() { ReloadConfig(&state_); }
 
 void Server::Shutdown() {
   stopping_ = true;

@@ -148,6 +148,24 @@ void WritePolicyLines(const absl::flat_hash_map<std::string, PolicyCounters>& pe
   }
 }
 
+// The last SIGHUP reload: INFO has one line per field, so its message loses line breaks.
+void AppendReloadInfo(const ReloadStatus& r, std::string* out) {
+  std::string message = r.message;
+  for (char& c : message) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  std::string pending;
+  for (const std::string& p : r.restart_pending) {
+    pending += pending.empty() ? "" : ",";
+    pending += p.substr(0, p.find(' '));  // the setting's name
+  }
+  fmt::format_to(std::back_inserter(*out),
+                 "config_reload_last_status:{}\r\nconfig_reload_last_time:{}\r\n"
+                 "config_reload_last_message:{}\r\nconfig_reloads_ok:{}\r\n"
+                 "config_reloads_failed:{}\r\nconfig_restart_pending:{}\r\n",
+                 r.last, r.last_wall_ms / 1000, message, r.ok, r.failed, pending);
+}
+
 void Info(CommandContext& ctx) {
   ServerState& st = ctx.state;
   bool all = ctx.args.size() == 1;
@@ -172,6 +190,9 @@ void Info(CommandContext& ctx) {
                    "io_threads_active:{}\r\nexecutable:rl-server\r\nconfig_file:{}\r\n\r\n",
                    kRedisCompatVersion, RL_VERSION_STRING, getpid(), st.run_id, st.port, uptime_s,
                    uptime_s / 86400, st.config.threads, st.config.config_file);
+    out.resize(out.size() - 2);  // the reload fields belong to this section
+    AppendReloadInfo(st.reloads.Get(), &out);
+    out += "\r\n";
   }
   if (want("clients")) {
     fmt::format_to(o,
@@ -211,14 +232,17 @@ void Info(CommandContext& ctx) {
         "rejected_connections:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\n"
         "client_output_limit_disconnections:{}\r\nidle_timeout_disconnections:{}\r\n"
         "accept_resource_errors:{}\r\nclient_query_buffer_limit_disconnections:{}\r\n"
+        "acl_access_denied_auth:{}\r\nauth_failures:{}\r\nauth_failure_disconnections:{}\r\n"
         "evicted_keys:{}\r\nexpired_keys:{}\r\nrl_overflows:{}\r\n"
         "rl_checks:{}\r\nrl_allowed:{}\r\n"
         "rl_denied:{}\r\nrl_shadow_denied:{}\r\nrl_near_limit:{}\r\n",
         st.global.total_connections.load(), commands, st.global.rejected_connections.load(),
         st.global.protocol_errors.load(), st.global.output_limit_disconnects.load(),
         st.global.idle_disconnects.load(), st.global.accept_resource_errors.load(),
-        st.global.query_limit_disconnects.load(), ls.evictions, ls.expired, ls.overflows,
-        total.checks, total.allowed, total.denied, total.shadow_denied, total.near_limit);
+        st.global.query_limit_disconnects.load(), st.global.auth_failures.load(),
+        st.global.auth_failures.load(), st.global.auth_failure_disconnects.load(), ls.evictions,
+        ls.expired, ls.overflows, total.checks, total.allowed, total.denied, total.shadow_denied,
+        total.near_limit);
     // Internal users of the engine have fields of their own: no policy name can take them.
     WriteCountersLine("inline_limits", checks.inline_limits, &out);
     WriteCountersLine("cl_throttle", checks.throttle, &out);

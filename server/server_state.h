@@ -16,6 +16,7 @@
 #include "config.h"
 #include "debug_commands.h"
 #include "policies.h"
+#include "reload.h"
 #include "rl/clock.h"
 #include "rl/limiter.h"
 #include "stats.h"
@@ -27,6 +28,10 @@ class Snapshotter;
 
 struct ServerState {
   ServerConfig config;
+  // The config as the flags and the file gave it, before start adapted it (maxclients lowered to
+  // the open-file limit): what a reload compares the file with.
+  ServerConfig configured;
+  ReloadTracker reloads;  // the last SIGHUP's outcome
   // The only time source of the server (the limiter, uptimes, idle timeouts, CLIENT ages, TIME,
   // snapshot stamps): tests give a ManualClock. Not owned, unless it is debug_clock.
   rl::Clock* clock = rl::SteadyClock::Default();

@@ -52,6 +52,18 @@ uint64_t Snapshotter::TotalCommands() const {
 absl::Status Snapshotter::Load() {
   const std::string& path = state_->config.snapshot_file;
   if (path.empty()) return absl::OkStatus();
+  // Before reading or writing anything: a second server on the same file refuses to start
+  // rather than interleave its saves with ours.
+  // A lock file that cannot be created (a read-only directory) only warns: saves there fail
+  // anyway, so no second server can write the file either.
+  if (absl::Status locked = file_lock_.Acquire(path); absl::IsFailedPrecondition(locked)) {
+    return locked;
+  } else if (!locked.ok()) {
+    Log(fmt::format("warning: {}", ToStd(locked.message())));
+  }
+  if (size_t stale = RemoveStaleTempFiles(path); stale > 0) {
+    Log(fmt::format("removed {} temp file(s) of {} left by an interrupted save", stale, path));
+  }
   // Say so now rather than at the first save: otherwise state is silently never persisted.
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -97,6 +109,14 @@ absl::Status Snapshotter::Load() {
     absl::Status ps = state_->policies.SetRuntime(std::move(policy));
     if (!ps.ok()) Log(fmt::format("snapshot policy skipped: {}", ToStd(ps.message())));
   }
+  // A file policy whose window changed while the server was down: its states follow it.
+  std::vector<rl::Policy> saved_file_versions;
+  for (const SavedPolicy& p : snap.policies) {
+    if (p.runtime) continue;
+    auto policy = rl::ParsePolicy(p.name, std::string_view(p.spec));
+    if (policy.ok()) saved_file_versions.push_back(std::move(*policy));
+  }
+  state_->policies.LinkSavedVersions(std::move(saved_file_versions));
   int64_t us = MicrosSince(started);
   int64_t cpu_us = ThreadCpuUs() - cpu_started;
   uint64_t kept = state_->limiter->KeyCount();

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "snapshot_file.h"
 #include "snapshot_format.h"
 
 namespace rl::server {
@@ -51,8 +52,10 @@ class Snapshotter {
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
 
-  // Loads --snapshot into the empty limiter and the policy store. A missing file is a clean
-  // start; a bad one is logged, moved aside to FILE.bad and the server starts empty — unless
+  // Locks --snapshot (FILE.lock; another server holding it is an error naming its pid: the
+  // server refuses to start), removes temp files a crash left, then loads the file into the
+  // empty limiter and the policy store. A missing file is a clean start; a bad one is logged, moved
+  // aside to FILE.bad and the server starts empty — unless
   // --snapshot-strict, which returns the error (the server then refuses to start).
   absl::Status Load();
   // Starts the periodic save thread: every interval, when RL.* or CL.THROTTLE commands ran since
@@ -75,6 +78,7 @@ class Snapshotter {
   void Log(std::string_view message) const;
 
   ServerState* state_;
+  SnapshotLock file_lock_;  // held from Load until destroyed
   // Lock order: save_mu_ before stats_mu_ (a save updates the stats); loop_mu_ is never held
   // with another.
   absl::Mutex save_mu_ ABSL_ACQUIRED_BEFORE(stats_mu_);  // one save at a time

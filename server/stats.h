@@ -157,6 +157,8 @@ struct GlobalStats {
   std::atomic<uint64_t> accept_resource_errors{0};   // accepts failed for lack of fds or memory
   std::atomic<int64_t> client_query_bytes{0};        // all clients' input buffers (allocated bytes)
   std::atomic<uint64_t> query_limit_disconnects{0};  // clients past a query-buffer limit
+  std::atomic<uint64_t> auth_failures{0};            // wrong passwords (AUTH, HELLO AUTH)
+  std::atomic<uint64_t> auth_failure_disconnects{0};  // clients closed for too many of them
 };
 
 }  // namespace rl::server

@@ -12,6 +12,7 @@
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
+#include "carry.h"
 #include "key_state_block.h"
 #include "leases.h"
 #include "sliding_log.h"
@@ -616,6 +617,18 @@ absl::StatusOr<Decision> KeyState::Refund(std::string_view scope, absl::Span<con
 absl::StatusOr<Decision> KeyState::Charge(std::string_view scope, absl::Span<const Limit> limits,
                                           int64_t amount, int64_t now_ms, bool* changed) {
   return Adjust(scope, limits, amount, now_ms, /*refund=*/false, changed);
+}
+
+bool KeyState::CarryOver(const Policy& policy, int64_t now_ms) {
+  if (policy.carried_from.empty()) return false;
+  return internal::CarryOver(
+      policy,
+      [&](const Limit& l) { return Peek(policy.name, absl::MakeConstSpan(&l, 1), 0, now_ms); },
+      [&](const Limit& l, int64_t amount) {
+        bool changed = false;
+        (void)Charge(policy.name, absl::MakeConstSpan(&l, 1), amount, now_ms, &changed);
+      },
+      [&](const Limit& l) { Reset(policy.name, absl::MakeConstSpan(&l, 1)); });
 }
 
 size_t KeyState::Reset(std::string_view scope, absl::Span<const Limit> limits) {

@@ -13,6 +13,7 @@
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
+#include "carry.h"
 #include "leases.h"
 #include "limiter_impl.h"
 #include "rl/key_state.h"
@@ -718,7 +719,22 @@ absl::StatusOr<Decision> Limiter::Check(std::string_view scope, std::string_view
   return impl_->Run<Impl::Op::kCheck>(scope, key, limits, cost);
 }
 
+void Limiter::CarryOver(const Policy& policy, std::string_view key) {
+  if (policy.carried_from.empty()) return;
+  internal::CarryOver(
+      policy,
+      [&](const Limit& l) {
+        return impl_->Run<Impl::Op::kPeek>(policy.name, key, absl::MakeConstSpan(&l, 1), 0);
+      },
+      [&](const Limit& l, int64_t amount) {
+        (void)impl_->Adjust(policy.name, key, absl::MakeConstSpan(&l, 1), amount,
+                            internal::AdjustOp::kCharge);
+      },
+      [&](const Limit& l) { impl_->Reset(policy.name, key, absl::MakeConstSpan(&l, 1)); });
+}
+
 absl::StatusOr<Decision> Limiter::Check(const Policy& policy, std::string_view key, int64_t cost) {
+  CarryOver(policy, key);
   absl::StatusOr<Decision> d = impl_->Run<Impl::Op::kCheck>(policy.name, key, policy.limits, cost);
   if (d.ok() && policy.shadow) ApplyShadow(*d);
   return d;
@@ -757,6 +773,7 @@ absl::StatusOr<Lease> Limiter::Acquire(std::string_view scope, std::string_view 
 }
 
 absl::StatusOr<Lease> Limiter::Acquire(const Policy& policy, std::string_view key, int64_t cost) {
+  CarryOver(policy, key);
   absl::StatusOr<Lease> lease = Acquire(policy.name, key, policy.limits, cost);
   if (lease.ok() && policy.shadow) ApplyShadow(lease->decision_);
   return lease;
@@ -773,6 +790,7 @@ absl::StatusOr<Decision> Limiter::Refund(std::string_view scope, std::string_vie
 
 absl::StatusOr<Decision> Limiter::Refund(const Policy& policy, std::string_view key,
                                          int64_t amount) {
+  CarryOver(policy, key);
   absl::StatusOr<Decision> d =
       impl_->Adjust(policy.name, key, policy.limits, amount, internal::AdjustOp::kRefund);
   if (d.ok() && policy.shadow) ApplyShadow(*d);
@@ -786,6 +804,7 @@ absl::StatusOr<Decision> Limiter::Charge(std::string_view scope, std::string_vie
 
 absl::StatusOr<Decision> Limiter::Charge(const Policy& policy, std::string_view key,
                                          int64_t amount) {
+  CarryOver(policy, key);
   absl::StatusOr<Decision> d =
       impl_->Adjust(policy.name, key, policy.limits, amount, internal::AdjustOp::kCharge);
   if (d.ok() && policy.shadow) ApplyShadow(*d);

@@ -19,18 +19,72 @@ namespace rl {
 // more often than written, so the tree costs nothing that matters.
 using PolicyMap = std::map<std::string, std::shared_ptr<const Policy>, std::less<>>;
 
+namespace {
+
+// Whether two limits' states are one (see Limit and the state keys: algorithm and window; a
+// CONCURRENCY limit's leases whatever their ttl).
+bool SameState(const Limit& a, const Limit& b) {
+  return a.algorithm == b.algorithm &&
+         (a.algorithm == Algorithm::kConcurrency || a.window_ms == b.window_ms);
+}
+
+// How many older limits one limit carries from at most: each costs its checks a lookup.
+constexpr size_t kMaxCarriedPerLimit = 4;
+
+}  // namespace
+
+void LinkPreviousPolicy(const Policy& previous, Policy* next) {
+  next->carried_from.clear();
+  const std::vector<Limit>& old = previous.limits;
+  const std::vector<Limit>& now = next->limits;
+  std::vector<bool> used(old.size(), false);  // old states the new policy still has
+  std::vector<bool> kept(now.size(), false);
+  auto inherit = [&](size_t from_old, size_t to_new) {
+    size_t n = 0;
+    for (const auto& [k, limit] : next->carried_from) n += k == to_new;
+    for (const auto& [k, limit] : previous.carried_from) {
+      if (k != from_old || SameState(limit, now[to_new]) || n >= kMaxCarriedPerLimit) continue;
+      next->carried_from.emplace_back(to_new, limit);
+      ++n;
+    }
+  };
+  for (size_t i = 0; i < now.size(); ++i) {
+    for (size_t j = 0; j < old.size(); ++j) {
+      if (!SameState(now[i], old[j])) continue;
+      used[j] = kept[i] = true;
+      inherit(j, i);
+    }
+  }
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (kept[i]) continue;
+    // The old limit at the same position first, else the first unused one of the algorithm.
+    size_t pick = old.size();
+    if (i < old.size() && !used[i] && old[i].algorithm == now[i].algorithm) pick = i;
+    for (size_t j = 0; pick == old.size() && j < old.size(); ++j) {
+      if (!used[j] && old[j].algorithm == now[i].algorithm) pick = j;
+    }
+    if (pick == old.size()) continue;
+    used[pick] = true;
+    next->carried_from.emplace_back(i, old[pick]);
+    inherit(pick, i);
+  }
+}
+
 class PolicyRegistry::Impl {
  public:
   absl::Status Set(Policy policy) {
     if (absl::Status status = ValidatePolicy(policy); !status.ok()) return status;
-    auto snapshot = std::make_shared<const Policy>(std::move(policy));
     std::shared_ptr<const Policy> old;  // released after the lock, not under it
     absl::MutexLock lock(&mu_);
-    auto [it, inserted] = policies_.try_emplace(snapshot->name, snapshot);
-    if (!inserted) {
-      old = std::move(it->second);
-      it->second = std::move(snapshot);
+    auto it = policies_.find(policy.name);
+    if (it == policies_.end()) {
+      std::string name = policy.name;
+      policies_.emplace(std::move(name), std::make_shared<const Policy>(std::move(policy)));
+      return absl::OkStatus();
     }
+    LinkPreviousPolicy(*it->second, &policy);
+    old = std::move(it->second);
+    it->second = std::make_shared<const Policy>(std::move(policy));
     return absl::OkStatus();
   }
 
@@ -91,6 +145,7 @@ void PolicyRegistry::ReplaceAll(std::vector<Policy> policies) {
   PolicyMap replacement;
   for (Policy& policy : policies) {
     if (!ValidatePolicy(policy).ok()) continue;
+    if (auto old = impl_->Get(policy.name)) LinkPreviousPolicy(*old, &policy);
     std::string name = policy.name;
     replacement[std::move(name)] = std::make_shared<const Policy>(std::move(policy));
   }
@@ -108,6 +163,7 @@ absl::Status PolicyRegistry::ReplaceAllValidated(std::vector<Policy> policies) {
       }
       return status;
     }
+    if (auto old = impl_->Get(policy.name)) LinkPreviousPolicy(*old, &policy);
     std::string name = policy.name;
     auto [it, inserted] = replacement.try_emplace(std::move(name), nullptr);
     if (!inserted) {

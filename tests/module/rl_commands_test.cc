@@ -173,6 +173,18 @@ TEST_F(RlCommandsTest, Headers) {
   EXPECT_NE(r.Get("headers")->Get("Retry-After"), nullptr);
 }
 
+// A policy set again with another window carries each key's use over, as in rl-server.
+TEST_F(RlCommandsTest, PolicyWindowChangeCarriesTheKeysUse) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "win", "GCRA", "2", "1m"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.CHECK", "wk", "POLICY", "win"}).Ints()[0], 1);
+  ASSERT_EQ(c.Call({"RL.CHECK", "wk", "POLICY", "win"}).Ints()[0], 1);
+  ASSERT_EQ(c.Call({"RL.CHECK", "wk", "POLICY", "win"}).Ints()[0], 0);
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "win", "GCRA", "2", "2m"}).str, "OK");
+  EXPECT_EQ(c.Call({"RL.CHECK", "wk", "POLICY", "win"}).Ints()[0], 0) << "no fresh burst";
+  EXPECT_EQ(c.Call({"RL.CHECK", "wk-new", "POLICY", "win"}).Ints()[0], 1);
+}
+
 TEST_F(RlCommandsTest, PolicySetGetDelList) {
   RespClient c(port());
   EXPECT_EQ(c.Call({"RL.POLICY", "SET", "p1", "TOKEN_BUCKET", "3", "1m"}).str, "OK");

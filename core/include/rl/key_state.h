@@ -84,6 +84,9 @@ class KeyState {
   // a lease id or was issued for another key is an error and changes nothing.
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id, int64_t now_ms,
                                bool* changed);
+  // Limiter::CarryOver over this key's states (scope: the policy's name); true when a state moved
+  // (the caller then persists and replicates the key).
+  bool CarryOver(const Policy& policy, int64_t now_ms);
   // Removes the states of these limits under `scope`, their penalty blocks and (CONCURRENCY) their
   // leases; returns how many limits had something to remove.
   size_t Reset(std::string_view scope, absl::Span<const Limit> limits);

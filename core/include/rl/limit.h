@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -107,7 +108,19 @@ struct Policy {
   std::vector<Limit> limits;
   bool shadow = false;  // evaluate and count, but always allow
   FailureMode failure_mode = FailureMode::kFailOpen;
+  // Set by PolicyRegistry when this policy replaced one of the same name whose limit had another
+  // window (a state lives under its algorithm and window, so the new window would find none):
+  // (index into `limits`, the old limit). A key's state under the old limit carries over at the
+  // key's next check, refund, charge or acquire, keeping the share of the allowance it had used
+  // (see CarryOver in rl/limiter.h). Not part of the spec text; empty for a new policy.
+  std::vector<std::pair<size_t, Limit>> carried_from;
 };
+
+// Fills next->carried_from from `previous`, the policy it replaces: each limit of `next` with no
+// limit of the same state (algorithm and window) in `previous` takes over an old limit of the
+// same algorithm whose state `next` leaves unused (the one at the same position first); a limit
+// kept as it was keeps what it carried already, so reloading an unchanged file loses nothing.
+void LinkPreviousPolicy(const Policy& previous, Policy* next);
 
 // Parses "<limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]" (keywords case-insensitive, any order after
 // the limits). The name must be 1..128 printable characters without spaces. BareDuration::

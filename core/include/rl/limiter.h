@@ -78,6 +78,12 @@ class Limiter final : public LeaseIssuer {
   absl::StatusOr<Decision> Peek(std::string_view scope, std::string_view key,
                                 absl::Span<const Limit> limits, int64_t cost = 1);
   absl::StatusOr<Decision> Peek(const Policy& policy, std::string_view key, int64_t cost = 1);
+  // Moves the key's states under the old windows of a changed policy (Policy::carried_from) to
+  // its new ones, keeping the share of the allowance used: a key at its limit stays at it. The
+  // policy overloads of Check, Acquire, Refund and Charge do this first; a caller that checks a
+  // policy's limits under its name by hand calls it before. Peek does not (it changes nothing),
+  // so a peek between a window change and the key's next check shows the new window fresh.
+  void CarryOver(const Policy& policy, std::string_view key);
   // Removes the states of these limits for (scope, key), their penalty blocks and, for a
   // CONCURRENCY limit, every lease; returns how many limits had something to remove.
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);

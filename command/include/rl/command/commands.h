@@ -176,6 +176,7 @@ class LimiterEngine {
   explicit LimiterEngine(Limiter& limiter) : limiter_(limiter) {}
 
   absl::StatusOr<Decision> Check(const Request& r) {
+    Carry(r);
     return limiter_.Check(r.scope, r.key, r.limits, r.cost);
   }
   absl::StatusOr<Decision> Peek(const Request& r) {
@@ -185,13 +186,16 @@ class LimiterEngine {
     return static_cast<int64_t>(limiter_.Reset(r.scope, r.key, r.limits));
   }
   absl::StatusOr<Decision> Refund(const Request& r) {
+    Carry(r);
     return limiter_.Refund(r.scope, r.key, r.limits, r.cost);
   }
   absl::StatusOr<Decision> Charge(const Request& r) {
+    Carry(r);
     return limiter_.Charge(r.scope, r.key, r.limits, r.cost);
   }
   // The lease outlives the call: it is held until RL.RELEASE or its ttl.
   absl::StatusOr<Acquired> Acquire(const Request& r) {
+    Carry(r);
     absl::StatusOr<Lease> lease = limiter_.Acquire(r.scope, r.key, r.limits, r.cost);
     if (!lease.ok()) return lease.status();
     Acquired a{lease->decision(), lease->Detach()};
@@ -206,6 +210,13 @@ class LimiterEngine {
   int64_t WallNowMs() { return limiter_.clock().WallMs(); }
 
  private:
+  // A stored policy whose window changed: its states follow it first (Limiter::CarryOver).
+  void Carry(const Request& r) {
+    if (r.policy != nullptr && !r.policy->carried_from.empty()) {
+      limiter_.CarryOver(*r.policy, r.key);
+    }
+  }
+
   Limiter& limiter_;
 };
 
