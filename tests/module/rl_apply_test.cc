@@ -193,6 +193,38 @@ TEST(RlApplyTest, EveryChangeReplaysToTheMastersBytes) {
   EXPECT_EQ(replica.Call({"RL.RELEASE", "e", leases[1]}).integer, 1);
 }
 
+// A policy set again with another window carries each key's use over at the key's next call
+// (KeyState::CarryOver), which a replica replaying RL.APPLY could not do (the links to the old
+// window live in the primary's policy): that call replicates the whole state instead.
+TEST(RlApplyTest, AWindowCarriedOverReplicatesTheWholeState) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(MasterOptions());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  ASSERT_EQ(master.Call({"RL.POLICY", "SET", "win", "FIXED_WINDOW", "3", "1m"}).str, "OK");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(master.Call({"RL.CHECK", "w", "POLICY", "win"}).Ints().at(0), 1);
+  }
+  ASSERT_EQ(master.Call({"RL.POLICY", "SET", "win", "FIXED_WINDOW", "6", "2m"}).str, "OK");
+  EXPECT_EQ(master.Call({"RL.CHECK", "w", "POLICY", "win"}).Ints().at(0), 0) << "no fresh burst";
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  const Reply x = master.Call({"DEBUG", "DIGEST-VALUE", "w"});
+  const Reply y = replica.Call({"DEBUG", "DIGEST-VALUE", "w"});
+  ASSERT_FALSE(x.elements.empty());
+  ASSERT_FALSE(y.elements.empty());
+  EXPECT_EQ(x.elements[0].str, y.elements[0].str);
+  EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
+  EXPECT_EQ(replica.Call({"RL.PEEK", "w", "POLICY", "win"}).Ints().at(0), 0);
+  // The AOF holds the carried state as a whole; replayed, it reaches the same bytes.
+  EXPECT_NE(ReadAofFiles(master.dir()).find("RL.SETSTATE"), std::string::npos);
+  const std::string digest = master.Call({"DEBUG", "DIGEST"}).str;
+  ASSERT_EQ(master.Call({"DEBUG", "LOADAOF"}).str, "OK");
+  EXPECT_EQ(master.Call({"DEBUG", "DIGEST"}).str, digest);
+  EXPECT_EQ(RlStat(master, "apply_mismatches"), 0);
+}
+
 std::string Resp(const Cmd& cmd) {
   std::string out = "*" + std::to_string(cmd.size()) + "\r\n";
   for (const std::string& a : cmd) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
