@@ -126,18 +126,7 @@ void Connection::OnConnected() {
   handshaking_ = true;
   write_in_flight_ = true;
   StartRead();
-  const uint64_t generation = generation_;
-  asio::async_write(socket_, asio::buffer(hello_),
-                    [this, generation](const boost::system::error_code& ec, size_t) {
-                      if (generation != generation_) return;
-                      write_in_flight_ = false;
-                      if (ec) {
-                        Fail(absl::UnavailableError(
-                            absl::StrCat("write to ", options_.name, ": ", ec.message())));
-                        return;
-                      }
-                      StartWrite();
-                    });
+  Write(hello_);
 }
 
 void Connection::StartWrite() {
@@ -147,8 +136,12 @@ void Connection::StartWrite() {
   writing_.swap(out_);
   out_.clear();
   write_in_flight_ = true;
+  Write(writing_);
+}
+
+void Connection::Write(const std::string& bytes) {
   const uint64_t generation = generation_;
-  asio::async_write(socket_, asio::buffer(writing_),
+  asio::async_write(socket_, asio::buffer(bytes),
                     [this, generation](const boost::system::error_code& ec, size_t) {
                       if (generation != generation_) return;
                       write_in_flight_ = false;
@@ -157,7 +150,7 @@ void Connection::StartWrite() {
                             absl::StrCat("write to ", options_.name, ": ", ec.message())));
                         return;
                       }
-                      StartWrite();
+                      StartWrite();  // what was queued meanwhile
                     });
 }
 

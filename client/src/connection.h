@@ -128,6 +128,9 @@ class Connection {
   void StartConnect();
   void OnConnected();
   void StartWrite();
+  // Writes `bytes` (the handshake or a batch; kept alive by the connection until done), then
+  // writes what was queued meanwhile.
+  void Write(const std::string& bytes);
   void StartRead();
   void OnData(size_t bytes);
   // Closes the connection after an error and starts the back-off.

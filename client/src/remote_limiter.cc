@@ -405,6 +405,22 @@ class RemoteLimiter::Impl {
 
   void CountServerError() { server_errors_.fetch_add(1, std::memory_order_relaxed); }
 
+  // What a release's reply means (held or not), counting an outage or a server error on the way;
+  // the blocking and the fire-and-forget release both settle here.
+  absl::StatusOr<bool> ReleaseResult(const Job& job) {
+    const absl::StatusOr<resp::Value>& reply = job.reply;
+    absl::StatusOr<bool> held =
+        reply.ok() ? client_internal::ToReleased(*reply) : absl::StatusOr<bool>(reply.status());
+    if (!held.ok()) {
+      if (IsUnavailability(held.status())) {
+        release_failures_.fetch_add(1, std::memory_order_relaxed);
+      } else if (reply.ok() && reply->type == resp::Value::Type::kError) {
+        CountServerError();
+      }
+    }
+    return held;
+  }
+
   Decision FailureDecision(const Policy& policy) const {
     Decision decision;
     const bool open = policy.failure_mode == FailureMode::kFailOpen;
@@ -764,18 +780,8 @@ void RemoteLimiter::ReleaseWithoutWaiting(std::string_view key, std::string_view
   if (impl_->ReleaseLocally(key, lease_id)) return;
   impl_->releases_.fetch_add(1, std::memory_order_relaxed);
   std::vector<Job> jobs{impl_->EncodeRelease(key, lease_id)};
-  impl_->RunAsync(std::move(jobs), [this](std::vector<Job>& jobs) {
-    const absl::StatusOr<resp::Value>& reply = jobs[0].reply;
-    absl::StatusOr<bool> held =
-        reply.ok() ? client_internal::ToReleased(*reply) : absl::StatusOr<bool>(reply.status());
-    if (!held.ok()) {
-      if (Impl::IsUnavailability(held.status())) {
-        impl_->release_failures_.fetch_add(1, std::memory_order_relaxed);
-      } else if (reply.ok() && reply->type == resp::Value::Type::kError) {
-        impl_->CountServerError();
-      }
-    }
-  });
+  impl_->RunAsync(std::move(jobs),
+                  [this](std::vector<Job>& jobs) { (void)impl_->ReleaseResult(jobs[0]); });
 }
 
 absl::StatusOr<bool> RemoteLimiter::Release(std::string_view key, std::string_view lease_id) {
@@ -787,17 +793,7 @@ absl::StatusOr<bool> RemoteLimiter::Release(std::string_view key, std::string_vi
   impl_->releases_.fetch_add(1, std::memory_order_relaxed);
   std::vector<Job> jobs{impl_->EncodeRelease(key, lease_id)};
   impl_->Run(jobs);
-  const absl::StatusOr<resp::Value>& reply = jobs[0].reply;
-  absl::StatusOr<bool> held =
-      reply.ok() ? client_internal::ToReleased(*reply) : absl::StatusOr<bool>(reply.status());
-  if (!held.ok()) {
-    if (Impl::IsUnavailability(held.status())) {
-      impl_->release_failures_.fetch_add(1, std::memory_order_relaxed);
-    } else if (reply.ok() && reply->type == resp::Value::Type::kError) {
-      impl_->CountServerError();
-    }
-  }
-  return held;
+  return impl_->ReleaseResult(jobs[0]);
 }
 
 absl::StatusOr<Decision> RemoteLimiter::Peek(const Policy& policy, std::string_view key,
