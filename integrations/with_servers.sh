@@ -3,8 +3,12 @@
 # real rl-server and a real redis-server with rl.so, each on a free loopback port picked now.
 # The command sees RL_HOST, RL_PORT and RL_TARGET (rl-server | redis+rl.so); it fails the run
 # with a non-zero exit, and 77 from it means "skipped" (a missing framework package).
-# Usage: with_servers.sh <rl-server> <rl.so> <command> [args...]
+# With --both the command runs once, with both servers up: RL_SERVER_PORT and RL_REDIS_PORT (the
+# benchmarks compare them, and Redis's own storage, in one run).
+# Usage: with_servers.sh [--both] <rl-server> <rl.so> <command> [args...]
 set -uo pipefail
+both=0
+[ "${1:-}" = "--both" ] && { both=1; shift; }
 server=$(realpath "$1")
 module=$(realpath "$2")
 shift 2
@@ -69,6 +73,10 @@ command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 
 start_rl_server
 start_redis || exit 1
 
+if [ $both -eq 1 ]; then
+  RL_HOST=127.0.0.1 RL_SERVER_PORT=$rl_port RL_REDIS_PORT=$redis_port "$@"
+  exit $?
+fi
 status=0
 for target in "rl-server:$rl_port" "redis+rl.so:$redis_port"; do
   echo "=== ${target%%:*} (port ${target##*:})"
