@@ -7,7 +7,8 @@
 // (RlStore FIXED_WINDOW / SLIDING_LOG with rateLimitWithServerHeaders). WORKERS processes each
 // run an Express app (LIMIT per hour, so no window ends during the run) and request it over HTTP
 // with 4 requests in flight for SECONDS: SCENARIO "hot" as one client, "many" spread over KEYS
-// clients. Prints one JSON line: decisions per second and requests admitted beyond the limit.
+// clients. Prints one JSON line: decisions per second, requests admitted beyond the limit and the
+// commands sent per decision.
 import { fork } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import http from "node:http";
@@ -29,7 +30,12 @@ async function worker(prefix) {
   const Redis = require("ioredis");
   const { RlStore, rateLimitWithServerHeaders } = await import(path.join(nodeDir, "index.js"));
   const client = new Redis({ host: "127.0.0.1", port: Number(port), commandTimeout: 5000 });
-  const sendCommand = (...args) => client.call(...args);
+  // Every command either store sends goes through here: counted, each a round trip.
+  let sent = 0;
+  const sendCommand = (...args) => {
+    sent++;
+    return client.call(...args);
+  };
   const options = {
     windowMs: 3_600_000,
     limit: Number(limit),
@@ -62,6 +68,7 @@ async function worker(prefix) {
   });
   process.send({ ready: true });
   await new Promise((resolve) => process.once("message", resolve));
+  sent = 0;
   const admitted = {};
   let requests = 0;
   const deadline = Date.now() + Number(seconds) * 1000;
@@ -75,7 +82,7 @@ async function worker(prefix) {
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, loop));
-  process.send({ requests, admitted });
+  process.send({ requests, admitted, sent });
   agent.destroy();
   server.close();
   client.disconnect();
@@ -106,6 +113,7 @@ async function main() {
     decisions_per_s: Math.round(total / elapsed),
     admitted: counts.reduce((a, n) => a + n, 0), keys_seen: counts.length,
     beyond_limit: counts.reduce((a, n) => a + Math.max(0, n - Number(limit)), 0),
+    commands_per_decision: Math.round((results.reduce((a, r) => a + r.sent, 0) / total) * 100) / 100,
   }));
 }
 
