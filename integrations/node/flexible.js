@@ -28,7 +28,9 @@ export class RateLimiterRl extends RateLimiterCompatibleAbstract {
     algorithm = "FIXED_WINDOW", keyPrefix = "rlflx" } = {}) {
     super();
     if (typeof sendCommand !== "function") throw new TypeError("RateLimiterRl needs sendCommand");
-    if (!ALGORITHMS.has(algorithm)) throw new TypeError(`RateLimiterRl: no algorithm ${algorithm}`);
+    if (!ALGORITHMS.has(algorithm)) {
+      throw new TypeError(`RateLimiterRl: no algorithm ${algorithm}`);
+    }
     if (!(Number.isInteger(points) && points > 0)) throw new TypeError("points must be > 0");
     if (!(duration > 0)) throw new TypeError("RateLimiterRl needs a duration > 0 (seconds)");
     this.sendCommand = sendCommand;
@@ -73,8 +75,8 @@ export class RateLimiterRl extends RateLimiterCompatibleAbstract {
   }
 
   async run(command, key, options, ...rest) {
-    const reply = await this.sendCommand(command, this.getKey(key), ...this.limitArgs(options), ...rest);
-    return parseDecision(reply);
+    const limit = this.limitArgs(options);
+    return parseDecision(await this.sendCommand(command, this.getKey(key), ...limit, ...rest));
   }
 
   // A RateLimiterRes from rl's reply. consumedPoints: what the window holds, and for a denial
@@ -97,12 +99,14 @@ export class RateLimiterRl extends RateLimiterCompatibleAbstract {
 
   /** Consumes even past the limit (RL.CHARGE); resolves with the state after it. */
   async penalty(key, points = 1, options = {}) {
-    return RateLimiterRl.result(await this.run("RL.CHARGE", key, options, "COST", String(points), "HEADERS"), 0);
+    const d = await this.run("RL.CHARGE", key, options, "COST", String(points), "HEADERS");
+    return RateLimiterRl.result(d, 0);
   }
 
   /** Gives points back (RL.REFUND, never above the limit); resolves with the state after it. */
   async reward(key, points = 1, options = {}) {
-    return RateLimiterRl.result(await this.run("RL.REFUND", key, options, "COST", String(points), "HEADERS"), 0);
+    const d = await this.run("RL.REFUND", key, options, "COST", String(points), "HEADERS");
+    return RateLimiterRl.result(d, 0);
   }
 
   /** The current state (RL.PEEK COST 0), null when nothing is consumed. */
@@ -114,15 +118,15 @@ export class RateLimiterRl extends RateLimiterCompatibleAbstract {
 
   /** RL.RESET: true when there was a state to remove. */
   async delete(key, options = {}) {
-    const removed = await this.sendCommand("RL.RESET", this.getKey(key), ...this.limitArgs(options));
-    return Number(removed) > 0;
+    const limit = this.limitArgs(options);
+    return Number(await this.sendCommand("RL.RESET", this.getKey(key), ...limit)) > 0;
   }
 
   async set() {
-    throw new Error("RateLimiterRl: set is not supported (rl computes the state; use penalty / reward)");
+    throw new Error("RateLimiterRl: set is not supported (rl computes the state: penalty, reward)");
   }
 
   async block() {
-    throw new Error("RateLimiterRl: block is not supported (use the blockDuration option: rl's BLOCK)");
+    throw new Error("RateLimiterRl: block is not supported (the blockDuration option: rl's BLOCK)");
   }
 }

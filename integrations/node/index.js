@@ -134,8 +134,9 @@ export function rateLimitWithServerHeaders(rateLimit, options) {
       if (handler) return handler(request, response, next, used);
       // express-rate-limit's default handler.
       response.status(used.statusCode);
-      const m = typeof used.message === "function" ? await used.message(request, response) : used.message;
-      if (!response.writableEnded) response.send(m);
+      const { message } = used;
+      const body = typeof message === "function" ? await message(request, response) : message;
+      if (!response.writableEnded) response.send(body);
     },
   });
   const middleware = (request, response, next) =>

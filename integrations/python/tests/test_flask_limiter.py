@@ -56,6 +56,15 @@ class StorageTest(unittest.TestCase):
         self.assertIsInstance(storage, rl_limits.RLStorage)
         self.assertTrue(storage.check())
 
+    def test_server_errors_pass_through(self):
+        # The contract's error text, not one of the adapter's.
+        storage = storage_from_string(URI)
+        with self.assertRaises(redis.ResponseError) as e:
+            storage.incr("LIMITER/x/0/1/minute", 60)
+        self.assertEqual(str(e.exception), "limit must be between 1 and 1099511627776")
+        with self.assertRaises(ValueError):
+            storage.get("not-a-limits-key")
+
 
 class RLStrategyTest(unittest.TestCase):
     """strategy="rl-moving-window" / "rl-fixed-window": one RL.CHECK ... HEADERS per hit."""
