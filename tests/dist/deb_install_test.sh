@@ -35,16 +35,17 @@ in_root_pids() {
     echo "${p#/proc/}"
   done
 }
+under_root_mounts() { findmnt -rn -o TARGET | grep -E "^$root(/|$)"; }
 cleanup() {
   local p m
   [ -z "$lintian_job" ] || kill "$lintian_job" 2>/dev/null
   for p in $(in_root_pids); do kill -9 "$p" 2>/dev/null; done
   # Innermost first; lazily when a process still holds one. Nothing is deleted while anything
   # under the root is still mounted (that would reach the host's /dev).
-  for m in $(findmnt -rn -o TARGET | grep -F "$root/" | sort -r); do
+  for m in $(under_root_mounts | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m"
   done
-  if findmnt -rn -o TARGET | grep -qF "$root/"; then
+  if [ -n "$(under_root_mounts)" ]; then
     echo "cleanup: $root still has mounts; left in place"
   else
     rm -rf "$work"
@@ -66,24 +67,31 @@ version=$(dpkg-deb -f "$work"/debs/rl-server_*.deb Version)
 "$src/tools/package" --build "$build" --out "$work/debs-next" --version "$version+1" --no-build \
   --no-lintian >/dev/null || fail "tools/package --version $version+1"
 
+say "packages built"
+
 # The root: Debian 12 with apt, plus what compiling the consumer program needs (not rl's
-# dependencies: those come with the packages). Made once per build directory.
-tarball=$cache/bookworm.tar
-if [ ! -f "$tarball" ]; then
-  echo "making $tarball with mmdebstrap (once per build directory)"
-  mmdebstrap --quiet --variant=apt --include=g++,cmake,make,pkg-config bookworm "$tarball.tmp" \
+# dependencies: those come with the packages). Made once per build directory; each run writes
+# to an overlay on it (a copy where overlayfs is missing), so the cached root stays fresh.
+base=$cache/bookworm
+if [ ! -d "$base" ]; then
+  say "making $base with mmdebstrap (once per build directory)"
+  rm -rf "$base.tmp"
+  mmdebstrap --quiet --variant=apt --include=g++,cmake,make,pkg-config bookworm "$base.tmp" \
     http://deb.debian.org/debian >"$cache/mmdebstrap.log" 2>&1 ||
     fail "mmdebstrap: $(tail -5 "$cache/mmdebstrap.log")"
-  mv "$tarball.tmp" "$tarball"
+  mv "$base.tmp" "$base"
 fi
-mkdir "$root"
-tar -xf "$tarball" -C "$root" || fail "extracting $tarball"
+mkdir "$root" "$work/upper" "$work/overlay-work"
+if ! mount -t overlay overlay -o "lowerdir=$base,upperdir=$work/upper,workdir=$work/overlay-work" \
+       "$root" 2>/dev/null; then
+  cp -a "$base/." "$root/" || fail "copying $base"
+fi
 mount -t proc proc "$root/proc" || fail "mount /proc"
 mount --bind /dev "$root/dev" || fail "mount /dev"
 # Downloaded .debs are kept for the next run.
 mount --bind "$cache/archives" "$root/var/cache/apt/archives" || fail "mount apt archives"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-# No fsync per file (the root is thrown away): unpacking Boost's headers takes seconds, not a minute.
+# No fsync per file (the root is thrown away): Boost's headers unpack in seconds, not a minute.
 echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/unsafe-io"
 # As in any chroot: maintainer scripts must not start services (redis-server's would take 6379).
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
@@ -96,6 +104,7 @@ apt_get() { in_root apt-get -q -y -o APT::Keep-Downloaded-Packages=true -o Acqui
 debs=$(cd "$root" && echo tmp/debs/*.deb | sed 's|tmp/|/tmp/|g')
 debs_next=$(cd "$root" && echo tmp/debs-next/*.deb | sed 's|tmp/|/tmp/|g')
 apt_get update >"$work/apt.log" 2>&1 || fail "apt-get update: $(tail -5 "$work/apt.log")"
+say "root ready, apt lists updated"
 apt_get install --no-install-recommends $debs >>"$work/apt.log" 2>&1 ||
   fail "apt-get install: $(tail -20 "$work/apt.log")"
 say "installed: $(in_root dpkg-query -W rl-server rl-redis-module librl-dev | tr '\t\n' '  ')"
