@@ -25,7 +25,7 @@ cache=$build/deb-install-test
 mkdir -p "$cache/archives/partial"
 work=$(mktemp -d "$cache/run-XXXXXX")
 root=$work/root
-lintian_job=""
+lintian_job="" next_job=""
 # in_root_pids [NAME]: the processes running in the root (named NAME).
 in_root_pids() {
   local p
@@ -38,7 +38,7 @@ in_root_pids() {
 under_root_mounts() { findmnt -rn -o TARGET | grep -E "^$root(/|$)"; }
 cleanup() {
   local p m
-  [ -z "$lintian_job" ] || kill "$lintian_job" 2>/dev/null
+  for p in $lintian_job $next_job; do kill "$p" 2>/dev/null; done
   for p in $(in_root_pids); do kill -9 "$p" 2>/dev/null; done
   # Innermost first; lazily when a process still holds one. Nothing is deleted while anything
   # under the root is still mounted (that would reach the host's /dev).
@@ -64,9 +64,10 @@ if command -v lintian >/dev/null; then
   lintian_job=$!
 fi
 version=$(dpkg-deb -f "$work"/debs/rl-server_*.deb Version)
+# The upgrade's packages, made while the root is prepared.
 "$src/tools/package" --build "$build" --out "$work/debs-next" --version "$version+1" --no-build \
-  --no-lintian >/dev/null || fail "tools/package --version $version+1"
-
+  --no-lintian >"$work/package-next.log" 2>&1 &
+next_job=$!
 say "packages built"
 
 # The root: Debian 12 with apt, plus what compiling the consumer program needs (not rl's
@@ -98,11 +99,9 @@ printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 0755 "$root/usr/sbin/policy-rc.d"
 mkdir "$root/tmp/debs" "$root/tmp/debs-next"
 cp "$work"/debs/*.deb "$root/tmp/debs/"
-cp "$work"/debs-next/*.deb "$root/tmp/debs-next/"
 apt_get() { in_root apt-get -q -y -o APT::Keep-Downloaded-Packages=true -o Acquire::Languages=none "$@"; }
 # The .deb files as the root sees them (the glob is the host's).
 debs=$(cd "$root" && echo tmp/debs/*.deb | sed 's|tmp/|/tmp/|g')
-debs_next=$(cd "$root" && echo tmp/debs-next/*.deb | sed 's|tmp/|/tmp/|g')
 apt_get update >"$work/apt.log" 2>&1 || fail "apt-get update: $(tail -5 "$work/apt.log")"
 say "root ready, apt lists updated"
 apt_get install --no-install-recommends $debs >>"$work/apt.log" 2>&1 ||
@@ -206,6 +205,9 @@ in_root /tmp/app/app-pc || fail "the pkg-config program failed"
 say "librl-dev: built and ran with find_package(rl) and with pkg-config rl rl-client"
 
 # --- upgrade: the edited conffile stays
+wait "$next_job" || fail "tools/package --version $version+1: $(cat "$work/package-next.log")"
+cp "$work"/debs-next/*.deb "$root/tmp/debs-next/"
+debs_next=$(cd "$root" && echo tmp/debs-next/*.deb | sed 's|tmp/|/tmp/|g')
 edited=$(md5sum <"$root/etc/rl/rl.toml")
 apt_get install --no-install-recommends $debs_next >>"$work/apt.log" 2>&1 ||
   fail "upgrade: $(tail -20 "$work/apt.log")"
