@@ -3,7 +3,11 @@
 # ExecStart names P/bin/rl-server and the config installed beside it. Inputs, set by an
 # install(CODE) just before: RL_UNIT_IN, RL_UNIT_OUT, RL_BINDIR, RL_SYSCONFDIR, RL_MANDIR (the
 # GNUInstallDirs values, relative to the prefix unless absolute) and RL_HAS_MAN_PAGE (1 when the
-# man page is built and installed).
+# man page is built and installed); optional: RL_DYNAMIC_USER (yes unless set: tools/package
+# sets no, its package creates the system user rl).
+if(NOT DEFINED RL_DYNAMIC_USER)
+  set(RL_DYNAMIC_USER yes)
+endif()
 foreach(var RL_BINDIR RL_SYSCONFDIR RL_MANDIR)
   if(NOT IS_ABSOLUTE "${${var}}")
     set(${var} "${CMAKE_INSTALL_PREFIX}/${${var}}")
