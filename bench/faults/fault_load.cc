@@ -5,7 +5,7 @@
 // client (one request at a time, a command timeout, a late reply treated as no answer, optional
 // `WAIT n ms` pipelined after each check). Keeps a per-key ledger: admitted, denied, wrong denials
 // (denied while the key had admitted fewer than its limit), checks decided without the server;
-// and per thread the time without an answer. Prints `progress ...` lines on stdout while it runs
+// and the time each key went without an answer. Prints `progress ...` lines on stdout while it runs
 // (the driver waits on them) and stops when stdin closes or --max-ms passes; then writes the
 // ledger as JSON to --out.
 #include <signal.h>
@@ -49,16 +49,25 @@ struct Args {
   std::string out;
 };
 
+// One key's ledger, kept by the one thread that checks the key (so checks of a key are in order).
 struct KeyLedger {
   int64_t admitted = 0;
   int64_t denied = 0;
   int64_t wrong_denied = 0;
-  int64_t unanswered = 0;  // decided without the server's answer
-};
-
-struct ThreadLedger {
-  int64_t unavailable_ms = 0;  // total time from a first unanswered check to the next answered
+  int64_t unanswered = 0;      // decided without the server's answer
+  int64_t unavailable_ms = 0;  // from each first unanswered check to the next answered one
   int64_t longest_outage_ms = 0;
+  bool in_outage = false;
+  Clock::time_point outage_start{};
+
+  void EndOutage(Clock::time_point now) {
+    if (!in_outage) return;
+    const int64_t ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - outage_start).count();
+    unavailable_ms += ms;
+    longest_outage_ms = std::max(longest_outage_ms, ms);
+    in_outage = false;
+  }
 };
 
 std::atomic<bool> g_stop{false};
@@ -164,19 +173,18 @@ class PlainChecker {
 };
 
 void RunThread(const Args& a, int t, rl::RemoteLimiter* remote, const rl::Policy& policy,
-               std::vector<KeyLedger>* keys, ThreadLedger* tl) {
+               std::vector<KeyLedger>* keys) {
   PlainChecker plain(a);
   std::vector<int> mine;
   for (int k = t; k < a.keys; k += a.threads) mine.push_back(k);
   if (mine.empty()) return;
   const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.threads / a.rate));
   auto next = Clock::now();
-  Clock::time_point outage_start{};
-  bool in_outage = false;
   size_t i = 0;
   while (!g_stop.load(std::memory_order_relaxed)) {
     const int k = mine[i++ % mine.size()];
     const std::string key = a.prefix + std::to_string(k);
+    const auto sent = Clock::now();
     Outcome o;
     if (remote != nullptr) {
       absl::StatusOr<rl::Decision> d = remote->Check(policy, key);
@@ -203,41 +211,29 @@ void RunThread(const Args& a, int t, rl::RemoteLimiter* remote, const rl::Policy
     const auto now = Clock::now();
     if (o.answered) {
       g_answered.fetch_add(1, std::memory_order_relaxed);
-      if (in_outage) {
-        const int64_t ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - outage_start).count();
-        tl->unavailable_ms += ms;
-        tl->longest_outage_ms = std::max(tl->longest_outage_ms, ms);
-        in_outage = false;
-      }
+      l.EndOutage(now);
     } else {
       ++l.unanswered;
       g_unanswered.fetch_add(1, std::memory_order_relaxed);
-      if (!in_outage) outage_start = now;
-      in_outage = true;
+      if (!l.in_outage) l.outage_start = sent;
+      l.in_outage = true;
     }
     next += period;
     // Behind by more than 100 ms (a call that hung): carry on from now instead of bursting.
     if (now - next > std::chrono::milliseconds(100)) next = now;
     std::this_thread::sleep_until(next);
   }
-  if (in_outage) {
-    const int64_t ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - outage_start).count();
-    tl->unavailable_ms += ms;
-    tl->longest_outage_ms = std::max(tl->longest_outage_ms, ms);
-  }
+  for (int k : mine) (*keys)[k].EndOutage(Clock::now());
 }
 
-bool WriteLedger(const Args& a, const std::vector<KeyLedger>& keys,
-                 const std::vector<ThreadLedger>& threads, int64_t elapsed_ms,
+bool WriteLedger(const Args& a, const std::vector<KeyLedger>& keys, int64_t elapsed_ms,
                  const rl::RemoteLimiterStats* stats) {
   FILE* f = std::fopen(a.out.c_str(), "w");
   if (f == nullptr) return false;
   int64_t unavailable = 0, longest = 0;
-  for (const ThreadLedger& t : threads) {
-    unavailable = std::max(unavailable, t.unavailable_ms);
-    longest = std::max(longest, t.longest_outage_ms);
+  for (const KeyLedger& l : keys) {
+    unavailable = std::max(unavailable, l.unavailable_ms);
+    longest = std::max(longest, l.longest_outage_ms);
   }
   std::fprintf(f, "{\"limit\": %lld, \"elapsed_ms\": %lld, \"unavailable_ms\": %lld, ",
                static_cast<long long>(a.limit), static_cast<long long>(elapsed_ms),
@@ -299,12 +295,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<KeyLedger> keys(static_cast<size_t>(a.keys));
-  std::vector<ThreadLedger> tl(static_cast<size_t>(a.threads));
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < a.threads; ++t) {
-    threads.emplace_back(RunThread, std::cref(a), t, remote.get(), std::cref(policy), &keys,
-                         &tl[static_cast<size_t>(t)]);
+    threads.emplace_back(RunThread, std::cref(a), t, remote.get(), std::cref(policy), &keys);
   }
   // stdin closing (the driver is done, or died) ends the run.
   std::thread stdin_watch([] {
@@ -330,7 +324,7 @@ int main(int argc, char** argv) {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   rl::RemoteLimiterStats stats;
   if (remote) stats = remote->Stats();
-  if (!WriteLedger(a, keys, tl, elapsed, remote ? &stats : nullptr)) return 1;
+  if (!WriteLedger(a, keys, elapsed, remote ? &stats : nullptr)) return 1;
   std::printf("done\n");
   std::fflush(stdout);
   return 0;

@@ -140,9 +140,15 @@ class RespError(str):
     pass
 
 
+def addr(where):
+    """(host, port) from a loopback port or a (host, port) pair."""
+    return where if isinstance(where, tuple) else ("127.0.0.1", where)
+
+
 def call(port, *args, timeout=2.0):
-    """One command on a fresh connection; raises OSError/ConnectionError when there is none."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+    """One command on a fresh connection; raises OSError/ConnectionError when there is none.
+    `port`: a loopback port or a (host, port) pair."""
+    with socket.create_connection(addr(port), timeout=timeout) as s:
         out = b"*%d\r\n" % len(args)
         for a in args:
             a = str(a).encode()
@@ -191,7 +197,7 @@ class Proxy:
             except OSError:
                 return
             try:
-                u = socket.create_connection(("127.0.0.1", self.target), timeout=1.0)
+                u = socket.create_connection(addr(self.target), timeout=1.0)
                 u.settimeout(None)
             except OSError:
                 c.close()
@@ -242,9 +248,9 @@ class Load:
     """rl_fault_load running; progress() is its latest line: elapsed_ms, checks, admitted,
     answered, unanswered."""
 
-    def __init__(self, binary, args, workdir):
+    def __init__(self, binary, args, workdir, wrap=()):
         self.out = os.path.join(workdir, f"ledger-{random.getrandbits(32):08x}.json")
-        self.p = spawn([binary] + [str(a) for a in args] + ["--out", self.out],
+        self.p = spawn(list(wrap) + [binary] + [str(a) for a in args] + ["--out", self.out],
                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.last = (0, 0, 0, 0, 0)
         self.history = []
@@ -269,8 +275,9 @@ class Load:
         return self.last[3]
 
     def wait_settled(self, keys, since_answered, timeout):
-        """Waits until admissions stopped: no key admitted anything over the last 3 x keys
-        answered checks, counted after `since_answered` (every key back at its limit)."""
+        """Waits until admissions stopped: over the last 3 x keys answered checks, counted after
+        `since_answered`, nothing was admitted and every check was answered (every key back at
+        its limit, none still waiting for its node)."""
         def settled():
             h = self.history
             if not h or h[-1][3] < since_answered + 3 * keys:
@@ -278,7 +285,7 @@ class Load:
             now = h[-1]
             for old in reversed(h):
                 if old[3] <= now[3] - 3 * keys:
-                    return old[3] >= since_answered and old[2] == now[2]
+                    return old[3] >= since_answered and old[2] == now[2] and old[4] == now[4]
             return False
         try:
             wait_for(settled, timeout, "admissions to stop", every=0.05)
@@ -293,6 +300,57 @@ class Load:
             raise Failure(f"rl_fault_load exited {self.p.returncode}")
         with open(self.out) as f:
             return json.load(f)
+
+
+class Loads:
+    """Several loads on the same keys (clients on both sides of a partition) seen as one: counts
+    add up; the first is the one that runs to the end (the others are finished early by
+    finish_others, e.g. when their side of a partition is gone)."""
+
+    def __init__(self, loads):
+        self.loads = loads
+        self.ledgers = []
+
+    @property
+    def admitted(self):
+        return sum(l.admitted for l in self.loads)
+
+    @property
+    def answered(self):
+        return sum(l.answered for l in self.loads)
+
+    @property
+    def history(self):
+        return self.loads[0].history
+
+    @property
+    def last(self):
+        return self.loads[0].last
+
+    def poll(self):
+        return any(l.p.poll() is not None for l in self.loads)
+
+    def wait_settled(self, keys, since_answered, timeout):
+        return self.loads[0].wait_settled(keys, since_answered - sum(
+            l.answered for l in self.loads[1:]), timeout)
+
+    def finish_others(self):
+        for l in self.loads[1:]:
+            self.ledgers.append(l.finish())
+        self.loads = self.loads[:1]
+
+    def finish(self):
+        self.finish_others()
+        total = self.loads[0].finish()
+        for other in self.ledgers:
+            total["unavailable_ms"] = max(total["unavailable_ms"], other["unavailable_ms"])
+            total["longest_outage_ms"] = max(total["longest_outage_ms"],
+                                             other["longest_outage_ms"])
+            total["errors"] = total.get("errors", 0) + other.get("errors", 0)
+            for k, o in zip(total["keys"], other["keys"]):
+                for f in ("admitted", "denied", "wrong_denied", "unanswered"):
+                    k[f] += o[f]
+        return total
 
 
 def tmpdir(tag):

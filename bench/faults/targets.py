@@ -65,8 +65,8 @@ class RlServer:
         return ["--port", self.port]
 
 
-def redis_argv(port, d, module, extra):
-    return ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", d,
+def redis_argv(port, d, module, extra, binds=("127.0.0.1",)):
+    return ["redis-server", "--port", str(port), "--bind", " ".join(binds), "--dir", d,
             "--save", "", "--appendonly", "no", "--logfile", os.path.join(d, "redis.log"),
             "--enable-debug-command", "yes", "--repl-diskless-sync", "yes",
             "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1",
@@ -74,17 +74,25 @@ def redis_argv(port, d, module, extra):
 
 
 class RedisNode:
-    def __init__(self, module, extra, cluster=False):
+    """A redis-server loading rl.so; `wrap` runs it elsewhere (`ip netns exec NS`), reached at
+    `host` (an address it binds besides 127.0.0.1)."""
+
+    def __init__(self, module, extra, cluster=False, wrap=(), host="127.0.0.1"):
         self.port = free_port(cluster=cluster)
+        self.addr = (host, self.port)
         self.dir = tmpdir(f"redis{self.port}")
-        self.p = spawn(redis_argv(self.port, self.dir, module, extra),
+        binds = ("127.0.0.1",) if host == "127.0.0.1" else ("127.0.0.1", host)
+        if host != "127.0.0.1":
+            # Reached over the veth pair: an address only the harness's namespaces share.
+            extra = list(extra) + ["--protected-mode", "no"]
+        self.p = spawn(list(wrap) + redis_argv(self.port, self.dir, module, extra, binds),
                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        wait_for(lambda: _pong(self.port) or self.p.poll() is not None, 20, "redis to start")
+        wait_for(lambda: _pong(self.addr) or self.p.poll() is not None, 20, "redis to start")
         if self.p.poll() is not None:
             raise Failure(f"redis-server exited {self.p.returncode} ({self.dir}/redis.log)")
 
     def role(self):
-        return info(self.port, "replication").get("role")
+        return info(self.addr, "replication").get("role")
 
     def kill9(self):
         os.kill(self.p.pid, signal.SIGCONT)
@@ -101,43 +109,46 @@ class PrimaryReplica:
     has no redis-sentinel package installed, so the harness promotes by REPLICAOF NO ONE, as
     Sentinel would, and moves the proxy)."""
 
-    def __init__(self, module, min_replicas=0):
-        self.module = module
+    def __init__(self, module, min_replicas=0, master_wrap=(), master_host="127.0.0.1",
+                 replica_host="127.0.0.1"):
+        self.module, self.replica_host = module, replica_host
         self.extra = []
         if min_replicas:
             self.extra = ["--min-replicas-to-write", min_replicas, "--min-replicas-max-lag", 1]
-        self.master = RedisNode(module, self.extra)
+        self.master = RedisNode(module, self.extra, wrap=master_wrap, host=master_host)
         self.replica = self._replica_of(self.master)
-        self.proxy = Proxy(self.master.port)
+        self.proxy = Proxy(self.master.addr)
 
     def _replica_of(self, master):
-        replica = RedisNode(self.module, self.extra + ["--replicaof", "127.0.0.1", master.port])
-        wait_for(lambda: info(replica.port, "replication").get("master_link_status") == "up",
+        replica = RedisNode(self.module, self.extra + ["--replicaof", *master.addr],
+                            host=self.replica_host)
+        wait_for(lambda: info(replica.addr, "replication").get("master_link_status") == "up",
                  20, "the replica to sync")
-        wait_for(lambda: info(master.port, "replication").get("connected_slaves") == "1",
+        wait_for(lambda: info(master.addr, "replication").get("connected_slaves") == "1",
                  20, "the master to see its replica")
         return replica
 
     def load_args(self):
         return ["--port", self.proxy.port]
 
-    def promote(self):
+    def promote(self, rejoin=True):
         """REPLICAOF NO ONE on the replica, then clients are moved to it."""
-        call(self.replica.port, "REPLICAOF", "NO", "ONE")
+        call(self.replica.addr, "REPLICAOF", "NO", "ONE")
         wait_for(lambda: self.replica.role() == "master", 10, "the replica to be master")
-        self.proxy.switch(self.replica.port)
+        self.proxy.switch(self.replica.addr)
         # The dead master comes back (empty, as after a lost disk) as the new master's replica,
         # as Sentinel reconfigures it: until then wait_for_replicas has nobody to wait for.
         self.master, self.replica = self.replica, None
-        self.replica = self._replica_of(self.master)
+        if rejoin:
+            self.replica = self._replica_of(self.master)
 
     def cut_replica(self):
         """The replica stops (a frozen VM) and loses its link: the master's writes from now on
         never reach it (SIGSTOP alone would not do: what the master sent waits in the replica's
         socket buffer and arrives on resume)."""
         self.replica.stop_signal(signal.SIGSTOP)
-        call(self.master.port, "CLIENT", "KILL", "TYPE", "replica")
-        wait_for(lambda: info(self.master.port, "replication").get("connected_slaves") == "0",
+        call(self.master.addr, "CLIENT", "KILL", "TYPE", "replica")
+        wait_for(lambda: info(self.master.addr, "replication").get("connected_slaves") == "0",
                  10, "the master to drop its replica")
 
 
@@ -185,7 +196,8 @@ class Cluster:
     def wait_healthy(self, timeout=60):
         def ok():
             for n in self.live():
-                if info(n.port, "cluster").get("cluster_state") != "ok":
+                r = try_call(n.port, "CLUSTER", "INFO")
+                if not isinstance(r, str) or "cluster_state:ok" not in r:
                     return False
                 if len(self.masters(n)) != 3:
                     return False
@@ -199,3 +211,47 @@ class Cluster:
 
     def load_args(self):
         return ["--cluster", ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:3])]
+
+
+class Partitioned(PrimaryReplica):
+    """A master in a network namespace of its own, joined to this one by a veth pair, with its
+    replica, the proxy and most clients out here and a minority of clients in there with it.
+    partition() takes the link down (both sides go on: the minority's clients still reach the old
+    master); heal() brings it up. The namespace goes at exit."""
+
+    def __init__(self, module, min_replicas=0):
+        tag = f"{os.getpid() % 100000}"
+        self.ns, self.host_if, net = f"rlf{tag}", f"rlfh{tag}", 250 - os.getpid() % 200
+        self.near, self.far = f"10.251.{net}.1", f"10.251.{net}.2"
+        run = lambda *a: subprocess.run(a, check=True)  # noqa: E731
+        run("ip", "netns", "add", self.ns)
+        on_cleanup(lambda: subprocess.run(["ip", "netns", "del", self.ns], check=False))
+        run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", f"rlfn{tag}")
+        on_cleanup(lambda: subprocess.run(["ip", "link", "del", self.host_if], check=False,
+                                          stderr=subprocess.DEVNULL))
+        run("ip", "link", "set", f"rlfn{tag}", "netns", self.ns)
+        run("ip", "addr", "add", f"{self.near}/30", "dev", self.host_if)
+        run("ip", "link", "set", self.host_if, "up")
+        inside = ["ip", "netns", "exec", self.ns]
+        run(*inside, "ip", "addr", "add", f"{self.far}/30", "dev", f"rlfn{tag}")
+        run(*inside, "ip", "link", "set", f"rlfn{tag}", "up")
+        run(*inside, "ip", "link", "set", "lo", "up")
+        self.inside = inside
+        super().__init__(module, min_replicas, master_wrap=inside, master_host=self.far,
+                         replica_host=self.near)
+
+    def minority_wrap(self):
+        return self.inside
+
+    def minority_args(self):
+        return ["--port", self.master.port]  # the old master's loopback, inside its namespace
+
+    def partition(self):
+        subprocess.run(["ip", "link", "set", self.host_if, "down"], check=True)
+
+    def heal(self, old_master):
+        subprocess.run(["ip", "link", "set", self.host_if, "up"], check=True)
+        # What Sentinel does once it reaches the old master again: make it a replica.
+        call(old_master.addr, "REPLICAOF", *self.master.addr)
+        wait_for(lambda: info(old_master.addr, "replication").get("master_link_status") == "up",
+                 30, "the old master to follow the new one")
