@@ -85,8 +85,12 @@ class RedisNode:
         if host != "127.0.0.1":
             # Reached over the veth pair: an address only the harness's namespaces share.
             extra = list(extra) + ["--protected-mode", "no"]
-        self.p = spawn(list(wrap) + redis_argv(self.port, self.dir, module, extra, binds),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.argv = list(wrap) + redis_argv(self.port, self.dir, module, extra, binds)
+        self.start()
+
+    def start(self):
+        """Starts (again: same port, same dir, so a cluster node keeps its nodes.conf)."""
+        self.p = spawn(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         wait_for(lambda: _pong(self.addr) or self.p.poll() is not None, 20, "redis to start")
         if self.p.poll() is not None:
             raise Failure(f"redis-server exited {self.p.returncode} ({self.dir}/redis.log)")
