@@ -54,4 +54,6 @@ CASES = [
     case("cluster-sigstop"),
     case("cluster-sigstop", wait=1),
     case("cluster-sigstop", wait=1, failure="fallback"),
+    case("cluster-reshard"),
+    case("cluster-reshard", client="remote", failure="open"),
 ]

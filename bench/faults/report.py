@@ -10,13 +10,16 @@ from cases import CASES, KEYS, LIMIT, PARTITION_S, RATE_PER_KEY
 
 FAULT_TEXT = {
     "rl-kill9": "rl-server `kill -9` between snapshots, restarted",
-    "rl-wall-step": "rl-server's wall clock steps {shift} while it runs; restarted on the right one",
+    "rl-wall-step": "rl-server's wall clock steps {shift} while it runs; restarted on the right "
+                    "one",
     "rl-disk-full": "rl-server's disk full: saves fail, checks go on; then `kill -9`, restarted",
     "rp-kill9": "master `kill -9`, replica promoted",
     "rp-lagging": "replica cut off (stopped); master `kill -9`; the stale replica promoted",
-    "rp-partition": f"master cut off with 1/4 of the clients for {PARTITION_S:.0f} s; replica promoted",
+    "rp-partition": f"master cut off with 1/4 of the clients for {PARTITION_S:.0f} s; replica "
+                    "promoted",
     "cluster-kill9": "3 + 3 cluster: a master `kill -9`, its replica promoted",
     "cluster-sigstop": "3 + 3 cluster: a master `SIGSTOP` past node timeout, then resumed",
+    "cluster-reshard": "3 + 3 cluster: all of a master's slots resharded to another under traffic",
 }
 
 

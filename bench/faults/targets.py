@@ -197,6 +197,14 @@ class Cluster:
                 out[ids[row[3]]].append(ids[row[0]])
         return out
 
+    def slots_of(self, port):
+        """The slot ranges ("0-5460", "7") the master on `port` serves, as it says itself."""
+        r = try_call(port, "CLUSTER", "NODES")
+        for row in (l.split() for l in (r or "").splitlines()):
+            if "myself" in row[2]:
+                return [x for x in row[8:] if not x.startswith("[")]
+        return []
+
     def wait_healthy(self, timeout=60):
         def ok():
             for n in self.live():
