@@ -198,13 +198,13 @@ void Snapshotter::StartPeriodic() {
 }
 
 void Snapshotter::Loop() {
-  const absl::Duration interval = absl::Milliseconds(state_->config.snapshot_interval_ms);
+  const std::chrono::milliseconds interval(state_->config.snapshot_interval_ms);
   bool failing = false;
   for (;;) {
     bool requested;
     {
-      absl::MutexLock lock(&loop_mu_);
-      loop_mu_.AwaitWithTimeout(absl::Condition(this, &Snapshotter::Woken), interval);
+      std::unique_lock lock(loop_mu_);
+      loop_cv_.wait_for(lock, interval, [this] { return stop_ || save_requested_; });
       if (stop_) return;
       requested = save_requested_;
       save_requested_ = false;
@@ -224,17 +224,20 @@ void Snapshotter::Loop() {
   }
 }
 
-// absl::Mutex wakes the waiting thread itself when its condition turns true on unlock.
 void Snapshotter::RequestSave() {
-  absl::MutexLock lock(&loop_mu_);
-  save_requested_ = true;
+  {
+    std::lock_guard lock(loop_mu_);
+    save_requested_ = true;
+  }
+  loop_cv_.notify_one();
 }
 
 void Snapshotter::Stop() {
   {
-    absl::MutexLock lock(&loop_mu_);
+    std::lock_guard lock(loop_mu_);
     stop_ = true;
   }
+  loop_cv_.notify_one();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -7,7 +7,9 @@
 // LASTSAVE and INFO persistence in persistence_commands.h.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,18 +64,16 @@ class Snapshotter {
   // the last save (nothing else changes state or policies).
   void StartPeriodic();
   // Stops the thread (a save in progress finishes first).
-  void Stop() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  void Stop();
   // Saves now on the calling thread, serialized with every other save.
   absl::Status Save() ABSL_LOCKS_EXCLUDED(save_mu_, stats_mu_);
   // BGSAVE: asks the thread to save at once.
-  void RequestSave() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  void RequestSave();
 
   PersistenceStats Stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);
 
  private:
-  void Loop() ABSL_LOCKS_EXCLUDED(loop_mu_);
-  // What the periodic thread waits for (Await evaluates it with the lock held).
-  bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) { return stop_ || save_requested_; }
+  void Loop();
   uint64_t TotalCommands() const;
   void Log(std::string_view message) const;
 
@@ -86,9 +86,14 @@ class Snapshotter {
   PersistenceStats stats_ ABSL_GUARDED_BY(stats_mu_);
   uint64_t commands_at_save_ ABSL_GUARDED_BY(stats_mu_) = 0;
 
-  absl::Mutex loop_mu_;  // the periodic thread waits on it for a stop or a BGSAVE
-  bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;
-  bool save_requested_ ABSL_GUARDED_BY(loop_mu_) = false;
+  // The periodic thread waits on loop_cv_ for a stop or a BGSAVE. std::condition_variable rather
+  // than absl::Mutex::AwaitWithTimeout: this abseil times its waits on the wall clock
+  // (CLOCK_REALTIME), so a step of the wall clock back while the thread waits (an NTP step) would
+  // stop saves for as long as the step; the standard one waits on the steady clock.
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stop_ = false;            // guarded by loop_mu_
+  bool save_requested_ = false;  // guarded by loop_mu_
   std::thread thread_;
 };
 

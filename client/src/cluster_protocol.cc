@@ -178,7 +178,7 @@ std::optional<Redirect> ParseRedirect(const resp::Value& reply, std::string_view
 bool IsNodeUnavailableError(const resp::Value& reply) {
   if (reply.type != resp::Value::Type::kError) return false;
   for (std::string_view code :
-       {"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY", "BUSY "}) {
+       {"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY", "BUSY ", "NOREPLICAS"}) {
     if (std::string_view(reply.text).starts_with(code)) return true;
   }
   return false;

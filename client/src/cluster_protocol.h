@@ -68,9 +68,10 @@ struct Redirect {
 std::optional<Redirect> ParseRedirect(const resp::Value& reply, std::string_view from_host);
 
 // Error replies that say the node cannot serve the key right now (the cluster is down or
-// reconfiguring, the node is loading or is a replica, a master is down): CLUSTERDOWN, TRYAGAIN,
-// LOADING, MASTERDOWN, READONLY, BUSY. The request itself was fine, so the policy's FailureMode
-// decides, as for a node that is unreachable.
+// reconfiguring, the node is loading or is a replica, a master is down, a master with
+// min-replicas-to-write has too few replicas in reach): CLUSTERDOWN, TRYAGAIN, LOADING,
+// MASTERDOWN, READONLY, BUSY, NOREPLICAS. The request itself was fine, so the fallback or the
+// policy's FailureMode decides, as for a node that is unreachable (in both modes).
 bool IsNodeUnavailableError(const resp::Value& reply);
 
 }  // namespace rl::client_internal

@@ -178,7 +178,9 @@ TEST(ClusterProtocolTest, NodeUnavailableErrors) {
         "LOADING Redis is loading the dataset in memory",
         "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
         "READONLY You can't write against a read only replica.",
-        "BUSY Redis is busy running a script."}) {
+        "BUSY Redis is busy running a script.",
+        // min-replicas-to-write: the master is cut off from its replicas (a partition).
+        "NOREPLICAS Not enough good replicas to write."}) {
     EXPECT_TRUE(IsNodeUnavailableError(Error(text))) << text;
   }
   for (const char* text : {"ERR invalid limit", "WRONGTYPE Operation against a key",

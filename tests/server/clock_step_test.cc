@@ -12,6 +12,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "resp_client.h"
@@ -99,6 +100,32 @@ TEST(ClockStepTest, SnapshotFromAClockADayAheadWaitsNoLongerThanItsLimits) {
   std::ifstream log_file(dir + "/log");
   const std::string log((std::istreambuf_iterator<char>(log_file)), {});
   EXPECT_NE(log.find("ahead of this wall clock"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+// The periodic save waits on the steady clock. Debian's abseil times its waits by a wall-clock
+// deadline the kernel measures, so a process whose wall clock is a day ahead of the kernel's (the
+// shim here; on a real machine, a step of the clock back while the thread waits) would have saved
+// again only a day later, and a crash meanwhile lost everything since.
+TEST(ClockStepTest, PeriodicSavesKeepTheirIntervalWhateverTheWallClock) {
+  char tmpl[] = "/tmp/rl-clock-step-saves-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::unique_ptr<ServerProcess> server =
+      StartShifted({"--snapshot", dir + "/state.rlsnap", "--snapshot-interval", "100ms"}, kDayMs);
+  ASSERT_GT(server->port(), 0);
+  RespClient c(server->port());
+  int64_t saves = 0;
+  // Up to 10 s for two saves 100 ms apart; each round changes a key so a save is due.
+  for (int i = 0; i < 200 && saves < 2; ++i) {
+    c.Call({"RL.CHECK", "k" + std::to_string(i), "TOKEN_BUCKET", "10", "1m"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string info = c.Call({"INFO", "persistence"}).str;
+    const size_t at = info.find("snapshot_saves:");
+    if (at != std::string::npos) saves = std::stoll(info.substr(at + 15));
+  }
+  EXPECT_GE(saves, 2) << "periodic saves stopped under a wall clock a day ahead of the kernel's";
+  server.reset();
   std::filesystem::remove_all(dir);
 }
 
