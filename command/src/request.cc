@@ -91,6 +91,13 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
       if (r->cost < 0) return absl::InvalidArgumentError("COST must not be negative");
       cost_seen = true;
       pos += 2;
+    } else if (verb == Verb::kCheck && EqualsIgnoreCase(token, "MAXWAIT") &&
+               pos + 1 < args.size()) {
+      if (r->max_wait_ms >= 0) return absl::InvalidArgumentError("MAXWAIT given more than once");
+      absl::StatusOr<int64_t> ms = ParseDurationMs(args[pos + 1]);
+      if (!ms.ok()) return ms.status();
+      r->max_wait_ms = *ms;
+      pos += 2;
     } else if (options && EqualsIgnoreCase(token, "HEADERS")) {
       if (headers_seen) return absl::InvalidArgumentError("HEADERS given more than once");
       r->headers = headers_seen = true;
