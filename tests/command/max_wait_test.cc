@@ -94,6 +94,14 @@ TEST_F(MaxWaitTest, GrammarErrors) {
   EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "2", "1s", "MAXWAIT"}), "-ERR syntax error\r\n");
 }
 
+// MAXWAIT 0ms (or 0s): no wait; what has room is taken, anything else refused.
+TEST_F(MaxWaitTest, ZeroWaitTakesOnlyWhatHasRoom) {
+  EXPECT_EQ(Run({"RL.CHECK", "z", "GCRA", "1", "1s", "MAXWAIT", "0ms"}), Reply(1, 1, 0, 0, 1000));
+  EXPECT_EQ(Run({"RL.CHECK", "z", "GCRA", "1", "1s", "MAXWAIT", "0s"}), Reply(0, 1, 0, 1000, 1000));
+  EXPECT_NE(Run({"RL.CHECK", "z", "GCRA", "1", "1s", "MAXWAIT", "0parsecs"}).find("-ERR"),
+            std::string::npos);
+}
+
 // rl.so runs the same contract on a KeyState: the same calls, the same answers.
 TEST_F(MaxWaitTest, KeyStateAnswersAsTheLimiter) {
   const Policy policy = *ParsePolicy("p", "TOKEN_BUCKET 3 1s BURST 2 GCRA 5 1s");
