@@ -173,7 +173,11 @@ class KeyEngine {
       Written(key, changed || carried, now, effect);
     }
     if (!d.ok()) return d;
-    ++(refund ? g_counters.refunds : g_counters.charges);
+    if (r.max_wait_ms >= 0) {
+      Count(*d, r.shadow);  // a check that may queue counts as a check
+    } else {
+      ++(refund ? g_counters.refunds : g_counters.charges);
+    }
     return d;
   }
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
