@@ -53,6 +53,7 @@ class KeyEngine {
       : ctx_(ctx), key_(key), ctx_flags_(ctx_flags) {}
 
   absl::StatusOr<Decision> Check(const Request& r) {
+    if (r.max_wait_ms >= 0) return Adjust(r, /*refund=*/false);
     return Consume(r.scope, r.limits, r.cost, r.shadow, r.policy.get());
   }
   absl::StatusOr<Decision> Peek(const Request& r) {
@@ -158,9 +159,13 @@ class KeyEngine {
     const int64_t now = Clock().NowMs();
     const bool carried = Carry(key, r.policy.get(), now);
     bool changed = false;
-    absl::StatusOr<Decision> d = refund
-                                     ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
-                                     : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
+    // MAXWAIT (a check that may queue) is a charge that applies only within the wait; what it
+    // changed replicates as the charge it was.
+    absl::StatusOr<Decision> d =
+        refund ? key.state().Refund(r.scope, r.limits, r.cost, now, &changed)
+        : r.max_wait_ms >= 0
+            ? key.state().ChargeWithin(r.scope, r.limits, r.cost, r.max_wait_ms, now, &changed)
+            : key.state().Charge(r.scope, r.limits, r.cost, now, &changed);
     // A charge that cannot be stored is answered as computed, uncounted (no mode denies it).
     if (!Overflowed(key, changed)) {
       Effect effect = Of(refund ? Effect::Op::kRefund : Effect::Op::kCharge, r);
@@ -168,7 +173,11 @@ class KeyEngine {
       Written(key, changed || carried, now, effect);
     }
     if (!d.ok()) return d;
-    ++(refund ? g_counters.refunds : g_counters.charges);
+    if (r.max_wait_ms >= 0) {
+      Count(*d, r.shadow);  // a check that may queue counts as a check
+    } else {
+      ++(refund ? g_counters.refunds : g_counters.charges);
+    }
     return d;
   }
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,

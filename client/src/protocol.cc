@@ -118,7 +118,8 @@ absl::Status ReadLimits(const resp::Value& entries, Decision* decision) {
 }  // namespace
 
 absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
-                                 std::string_view key, const int64_t* cost, std::string* out) {
+                                 std::string_view key, const int64_t* cost, std::string* out,
+                                 int64_t max_wait_ms) {
   if (absl::Status s = ValidateRequest(verb, mode, policy, cost); !s.ok()) return s;
   // Limit specs are printed canonically and split into tokens; the views point into `specs`.
   std::vector<std::string> specs;
@@ -134,6 +135,11 @@ absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const P
   if (cost != nullptr) {
     args.push_back("COST");
     args.push_back(cost_text);
+  }
+  const std::string wait_text = max_wait_ms >= 0 ? absl::StrCat(max_wait_ms, "ms") : std::string();
+  if (max_wait_ms >= 0) {
+    args.push_back("MAXWAIT");
+    args.push_back(wait_text);
   }
   if (NeedsLimits(verb, mode, policy)) args.push_back("LIMITS");
   resp::Writer(out).Command(args);

@@ -30,8 +30,10 @@ using PolicyMode = RemoteLimiterOptions::PolicyMode;
 // for what the server would refuse, with the text rl::Limiter gives (rl::ValidateOperation): an
 // invalid policy name or limit, an inline policy without limits, a negative cost, a CONCURRENCY
 // limit in a check, an acquire without one.
+// `max_wait_ms` >= 0 adds MAXWAIT (RL.CHECK only: a check that may queue).
 absl::Status AppendPolicyCommand(std::string_view verb, PolicyMode mode, const Policy& policy,
-                                 std::string_view key, const int64_t* cost, std::string* out);
+                                 std::string_view key, const int64_t* cost, std::string* out,
+                                 int64_t max_wait_ms = -1);
 
 // The first command on every connection: HELLO 3, with AUTH when a password is set. RESP3 makes
 // the server's reply a map that can carry shadow_denied, which RESP2's five integers cannot.

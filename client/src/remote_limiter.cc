@@ -157,9 +157,9 @@ class RemoteLimiter::Impl {
 
   // A keyed command for (policy, key): encoded, and routed by the key's slot in cluster mode.
   absl::Status Encode(std::string_view verb, const Policy& policy, std::string_view key,
-                      const int64_t* cost, Job* job) const {
-    absl::Status status =
-        AppendPolicyCommand(verb, options_.policy_mode, policy, key, cost, &job->command);
+                      const int64_t* cost, Job* job, int64_t max_wait_ms = -1) const {
+    absl::Status status = AppendPolicyCommand(verb, options_.policy_mode, policy, key, cost,
+                                              &job->command, max_wait_ms);
     if (!status.ok()) return status;
     if (cluster()) job->slot = client_internal::KeySlot(key);
     job->writes = verb != "RL.PEEK";
@@ -713,6 +713,19 @@ void RemoteLimiter::AsyncCheckMany(absl::Span<const Request> requests, CheckMany
     }
     done(std::move(*results));
   });
+}
+
+absl::StatusOr<Decision> RemoteLimiter::ChargeWithin(const Policy& policy, std::string_view key,
+                                                     int64_t amount, int64_t max_wait_ms) {
+  if (max_wait_ms < 0) return absl::InvalidArgumentError("MAXWAIT must not be negative");
+  impl_->checks_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Job> jobs(1);
+  if (absl::Status s = impl_->Encode("RL.CHECK", policy, key, &amount, &jobs[0], max_wait_ms);
+      !s.ok()) {
+    return s;
+  }
+  impl_->Run(jobs);
+  return impl_->CheckResult(policy, key, amount, jobs[0].reply);
 }
 
 absl::StatusOr<Decision> RemoteLimiter::Refund(const Policy& policy, std::string_view key,

@@ -87,10 +87,14 @@ std::vector<CommandDoc> MakeDocs() {
                                           Arg("n", "integer", kArgOptional, "COST"),
                                           Arg("headers", "pure-token", kArgOptional, "HEADERS"),
                                           Arg("limits", "pure-token", kArgOptional, "LIMITS")};
+  std::vector<ArgDoc> queued_check_args = check_args;
+  queued_check_args.insert(queued_check_args.begin() + 3,
+                           Arg("duration", "string", kArgOptional, "MAXWAIT"));
   rows.push_back(Row("rl.check", -4, kDocWrite | kDocFast,
                      "Checks and consumes: all limits allow or nothing is taken. Replies "
-                     "allowed, limit, remaining, retry_after_ms, reset_after_ms.",
-                     check_args));
+                     "allowed, limit, remaining, retry_after_ms, reset_after_ms. With MAXWAIT, "
+                     "a call that may proceed within that wait is admitted into debt.",
+                     queued_check_args));
   rows.push_back(Row("rl.peek", -4, kDocReadonly | kDocFast,
                      "What RL.CHECK would answer, changing nothing.", check_args));
   rows.push_back(Row("rl.reset", -4, kDocWrite | kDocFast,

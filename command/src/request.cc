@@ -12,6 +12,19 @@ absl::Status NotAnInteger() {
   return absl::InvalidArgumentError("value is not an integer or out of range");
 }
 
+// A duration as everywhere, or zero with a unit ("0ms", "0s": no wait, a plain check's answer
+// with a charge's bookkeeping), which a window or a block cannot be.
+absl::StatusOr<int64_t> ParseMaxWait(std::string_view text) {
+  size_t zeros = 0;
+  while (zeros < text.size() && text[zeros] == '0') ++zeros;
+  if (zeros > 0 && zeros < text.size() && (text[zeros] < '0' || text[zeros] > '9')) {
+    absl::StatusOr<int64_t> unit =
+        ParseDurationMs(std::string("1") + std::string(text.substr(zeros)));
+    if (unit.ok()) return 0;
+  }
+  return ParseDurationMs(text);
+}
+
 }  // namespace
 
 absl::Status SyntaxError() { return absl::InvalidArgumentError("syntax error"); }
@@ -90,6 +103,13 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
       if (!ParseInt64(args[pos + 1], &r->cost)) return NotAnInteger();
       if (r->cost < 0) return absl::InvalidArgumentError("COST must not be negative");
       cost_seen = true;
+      pos += 2;
+    } else if (verb == Verb::kCheck && EqualsIgnoreCase(token, "MAXWAIT") &&
+               pos + 1 < args.size()) {
+      if (r->max_wait_ms >= 0) return absl::InvalidArgumentError("MAXWAIT given more than once");
+      absl::StatusOr<int64_t> ms = ParseMaxWait(args[pos + 1]);
+      if (!ms.ok()) return ms.status();
+      r->max_wait_ms = *ms;
       pos += 2;
     } else if (options && EqualsIgnoreCase(token, "HEADERS")) {
       if (headers_seen) return absl::InvalidArgumentError("HEADERS given more than once");

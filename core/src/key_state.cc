@@ -619,6 +619,22 @@ absl::StatusOr<Decision> KeyState::Charge(std::string_view scope, absl::Span<con
   return Adjust(scope, limits, amount, now_ms, /*refund=*/false, changed);
 }
 
+absl::StatusOr<Decision> KeyState::ChargeWithin(std::string_view scope,
+                                                absl::Span<const Limit> limits, int64_t amount,
+                                                int64_t max_wait_ms, int64_t now_ms,
+                                                bool* changed) {
+  if (max_wait_ms < 0) return absl::InvalidArgumentError("MAXWAIT must not be negative");
+  if (absl::Status s = internal::ValidateAdjust(limits, amount, internal::AdjustOp::kCharge);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Decision> peek = Peek(scope, limits, amount, now_ms);
+  if (!peek.ok() || !internal::WithinWait(*peek, limits, max_wait_ms)) return peek;
+  absl::StatusOr<Decision> d = Charge(scope, limits, amount, now_ms, changed);
+  if (d.ok()) internal::AdmitCharged(*peek, *d);
+  return d;
+}
+
 bool KeyState::CarryOver(const Policy& policy, int64_t now_ms) {
   if (policy.carried_from.empty()) return false;
   return internal::CarryOver(

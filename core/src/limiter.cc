@@ -802,6 +802,13 @@ absl::StatusOr<Decision> Limiter::Charge(std::string_view scope, std::string_vie
   return impl_->Adjust(scope, key, limits, amount, internal::AdjustOp::kCharge);
 }
 
+absl::StatusOr<Decision> Limiter::ChargeWithin(std::string_view scope, std::string_view key,
+                                               absl::Span<const Limit> limits, int64_t amount,
+                                               int64_t max_wait_ms) {
+  if (max_wait_ms < 0) return absl::InvalidArgumentError("MAXWAIT must not be negative");
+  return impl_->Adjust(scope, key, limits, amount, internal::AdjustOp::kCharge, max_wait_ms);
+}
+
 absl::StatusOr<Decision> Limiter::Charge(const Policy& policy, std::string_view key,
                                          int64_t amount) {
   CarryOver(policy, key);

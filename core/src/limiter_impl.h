@@ -31,10 +31,12 @@ class Limiter::Impl {
   absl::StatusOr<Decision> Run(std::string_view scope, std::string_view key,
                                absl::Span<const Limit> limits, int64_t cost, uint64_t nonce = 0,
                                bool* leased = nullptr);
-  // A refund or charge (limiter_ops.cc).
+  // A refund or charge (limiter_ops.cc). A charge with `max_wait_ms` >= 0 applies only when a
+  // check of `amount` would pass within that wait (internal::WithinWait), decided under the same
+  // locks; it then answers as an admission (internal::AdmitCharged), else as that check denied.
   absl::StatusOr<Decision> Adjust(std::string_view scope, std::string_view key,
                                   absl::Span<const Limit> limits, int64_t amount,
-                                  internal::AdjustOp op);
+                                  internal::AdjustOp op, int64_t max_wait_ms = -1);
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id);
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
   size_t Sweep(size_t budget);
@@ -63,6 +65,10 @@ class Limiter::Impl {
   // removing only what is safe to lose (Shard::FreeSafely), never the keys in `keep`. False when
   // the shard stays over its bounds: new states must then not be stored (see
   // LimiterOptions::overflow).
+  // What a check of `cost` on these limits would answer, changing nothing; the shards of
+  // `sk[0..limits.size())` are locked by the caller.
+  void PeekLocked(const StateKey* sk, absl::Span<const Limit> limits, int64_t now, int64_t cost,
+                  Decision* out);
   bool MakeRoom(internal::Shard& shard, int64_t now, size_t adding, const uint64_t* keep,
                 size_t keep_count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
   // Whether the shard would break a bound holding `adding` more states; how many to free if so.

@@ -22,9 +22,53 @@ using internal::State2;
 using internal::State3;
 using internal::TableKind;
 
+void Limiter::Impl::PeekLocked(const StateKey* sk, absl::Span<const Limit> limits, int64_t now,
+                               int64_t cost, Decision* out) {
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const Limit& limit = limits[i];
+    const uint64_t k = sk[i].key;
+    Shard& sh = shards_[sk[i].shard];
+    sh.mu.AssertHeld();  // by the caller's LockShards
+    LimitResult& r = out->limits[i];
+    switch (internal::TableFor(limit.algorithm)) {
+      case TableKind::kTwoWord: {
+        auto it = sh.two.find(k);
+        State2 old;
+        const bool had = it != sh.two.end();
+        if (had) old = State2{expiry_.FromRel(it->rel_a()), it->b};
+        r = internal::TwoWordStep(had ? &old : nullptr, limit, now, cost).result;
+        break;
+      }
+      case TableKind::kThreeWord: {
+        auto it = sh.three.find(k);
+        State3 old;
+        const bool had = it != sh.three.end();
+        if (had) old = State3{expiry_.FromRel(it->rel_a()), it->b(), it->c()};
+        r = internal::SlidingWindow(had ? &old : nullptr, limit, now, cost).result;
+        break;
+      }
+      case TableKind::kLog: {
+        auto it = sh.logs.find(k);
+        LogBuf* log = it != sh.logs.end() ? it->log : nullptr;
+        internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
+        int64_t expiry_ms = now;
+        r = internal::LogEvaluate(log, limit, now, cost, &expiry_ms);
+        break;
+      }
+      case TableKind::kLeases:
+        break;  // refused by ValidateAdjust
+    }
+    if (limit.block_ms > 0) {
+      const int64_t until = sh.BlockedUntil(k, now);
+      if (until > now) internal::ApplyBlock(r, until, now);
+    }
+  }
+  internal::MakeDecision(limits.size(), *out);
+}
+
 absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::string_view key,
                                                absl::Span<const Limit> limits, int64_t amount,
-                                               AdjustOp op) {
+                                               AdjustOp op, int64_t max_wait_ms) {
   absl::StatusOr<Decision> out(absl::in_place);
   if (absl::Status s = internal::ValidateAdjust(limits, amount, op); !s.ok()) {
     out = std::move(s);
@@ -41,6 +85,15 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
   }
   const size_t lock_count = LockShards(locked, n);
   const int64_t now = clock_->NowMs();
+  Decision peek(kUnfilledResults);
+  if (max_wait_ms >= 0) {
+    PeekLocked(sk, limits, now, amount, &peek);
+    if (!internal::WithinWait(peek, limits, max_wait_ms)) {
+      UnlockShards(locked, lock_count);
+      out = peek;
+      return out;
+    }
+  }
   bool unstored = false;
   // Each limit's new state is written (or dropped when it is equivalent to fresh) as soon as it
   // is computed: a refund or charge always applies, so there is nothing to decide first. Slot
@@ -160,6 +213,7 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
   }
   UnlockShards(locked, lock_count);
   internal::MakeDecision(n, *out);
+  if (max_wait_ms >= 0) internal::AdmitCharged(peek, *out);
   if (unstored) out->decided_by = DecidedBy::kOverflow;
   return out;
 }

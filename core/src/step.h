@@ -171,4 +171,33 @@ inline void MakeDecision(size_t n, Decision& d) {
   d.reset_after_ms = reset;
 }
 
+// A charge bounded by a wait (RL.CHECK ... MAXWAIT): `peek` is what a check of the charge's
+// amount would answer, changing nothing. The charge applies only when every limit allows it now
+// or, for a bucket limit, within `max_wait_ms` (never, -1, does not). A bucket's debt is exact:
+// the caller that waits is counted as if it came when it proceeds. A window limit counts a charge
+// in the window of the call, not of the later moment the caller would proceed, so a window that
+// is full refuses the call as a plain check does.
+inline bool WithinWait(const Decision& peek, absl::Span<const Limit> limits, int64_t max_wait_ms) {
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const LimitResult& r = peek.limits[i];
+    if (r.allowed) continue;
+    if (!HasBurst(limits[i].algorithm) || r.retry_after_ms < 0 || r.retry_after_ms > max_wait_ms) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The answer of a bounded charge that applied: `charged` (a check of cost 0 right after the
+// charge) becomes an admission whose retry_after_ms is the wait before the caller may proceed,
+// each limit's from `peek` (the time its debt is repaid; 0 when it had room).
+inline void AdmitCharged(const Decision& peek, Decision& charged) {
+  const size_t n = charged.count;
+  for (size_t i = 0; i < n; ++i) {
+    charged.limits[i].allowed = true;
+    charged.limits[i].retry_after_ms = peek.limits[i].retry_after_ms;
+  }
+  MakeDecision(n, charged);
+}
+
 }  // namespace rl::internal

@@ -395,7 +395,8 @@ TEST(CommandDocs, HelpAndUsageComeFromTheRows) {
             "SET name [CONCURRENCY n [LEASE ttl]] <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]");
   EXPECT_EQ(lines[2], "    Defines or replaces a named policy.");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.check")),
-            "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [HEADERS] [LIMITS]");
+            "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [MAXWAIT duration] "
+            "[HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.refund")),
             "RL.REFUND key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.charge")),

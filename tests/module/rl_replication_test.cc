@@ -326,5 +326,35 @@ TEST(RlReplicationTest, EffectsLastAsLongAsTheBacklog) {
   EXPECT_TRUE(SameData(master, replica)) << "after a full sync once the backlog was gone";
 }
 
+// RL.CHECK ... MAXWAIT: what it admits into debt reaches the replica as the charge it was (same
+// digest); what it refuses changes nothing and replicates nothing.
+TEST(RlReplicationTest, QueuedChecksReplicateTheirCharge) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(Options());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  const Cmd queued = {"RL.CHECK", "q", "TOKEN_BUCKET", "2", "1h", "MAXWAIT", "1h"};
+  // Two tokens now, then two waiters 30 and 60 minutes out (a token every 30 minutes).
+  for (int64_t expected_wait_min : {0, 0, 30, 60}) {
+    const std::vector<int64_t> d = DecisionOf(master.Call(queued));
+    ASSERT_EQ(d.size(), 5u);
+    EXPECT_EQ(d[0], 1);
+    EXPECT_NEAR(static_cast<double>(d[3]), expected_wait_min * 60000.0, 1000.0);
+  }
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  const long long offset = Offset(master);
+  const std::vector<int64_t> refused = DecisionOf(master.Call(queued));  // 90 minutes > 1h
+  ASSERT_EQ(refused.size(), 5u);
+  EXPECT_EQ(refused[0], 0);
+  EXPECT_NEAR(static_cast<double>(refused[3]), 90 * 60000.0, 1000.0);
+  EXPECT_EQ(Offset(master), offset) << "a refused queued check replicates nothing";
+  const Cmd peek = {"RL.PEEK", "q", "TOKEN_BUCKET", "2", "1h"};
+  EXPECT_TRUE(SameDecision(master.Call(peek), replica.Call(peek)));
+  EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", "q"}).elements.at(0).str,
+            master.Call({"DEBUG", "DIGEST-VALUE", "q"}).elements.at(0).str);
+}
+
 }  // namespace
 }  // namespace rl::test

@@ -228,6 +228,13 @@ class RemoteLimiter final : public RateLimiter {
                                   int64_t amount) override;
   absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key,
                                   int64_t amount) override;
+  // RL.CHECK ... MAXWAIT (see Limiter::ChargeWithin): a check that may queue. Admitted when the
+  // server's limits can serve `amount` now or, on bucket limits, within `max_wait_ms` (charged
+  // into debt; retry_after_ms = the wait before proceeding); otherwise denied, nothing taken.
+  // A check in all else: an unavailable server is decided by the FailureMode or the fallback
+  // (whose check does not queue), counted in Stats().checks.
+  absl::StatusOr<Decision> ChargeWithin(const Policy& policy, std::string_view key, int64_t amount,
+                                        int64_t max_wait_ms);
 
   // RL.ACQUIRE: a lease of the policy's CONCURRENCY limit, all or nothing with its rate limits
   // ("at most 3 exports at once and 20 per hour"), shared by every client of the server: the

@@ -68,6 +68,10 @@ class KeyState {
                                   int64_t amount, int64_t now_ms, bool* changed);
   absl::StatusOr<Decision> Charge(std::string_view scope, absl::Span<const Limit> limits,
                                   int64_t amount, int64_t now_ms, bool* changed);
+  // Limiter::ChargeWithin over this key's states; `*changed` as for Check.
+  absl::StatusOr<Decision> ChargeWithin(std::string_view scope, absl::Span<const Limit> limits,
+                                        int64_t amount, int64_t max_wait_ms, int64_t now_ms,
+                                        bool* changed);
   // Limiter::Acquire over this key's states. `key` is the user's key (a lease id is tied to it);
   // `*lease_id` receives the id of the lease taken, or is cleared when none was.
   absl::StatusOr<Decision> Acquire(std::string_view scope, std::string_view key,

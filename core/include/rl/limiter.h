@@ -104,6 +104,17 @@ class Limiter final : public LeaseIssuer {
   absl::StatusOr<Decision> Charge(std::string_view scope, std::string_view key,
                                   absl::Span<const Limit> limits, int64_t amount);
   absl::StatusOr<Decision> Charge(const Policy& policy, std::string_view key, int64_t amount);
+  // A check that may queue (RL.CHECK ... MAXWAIT): when a check of `amount` would pass now or
+  // within `max_wait_ms` (>= 0) — a wait only on bucket limits (TOKEN_BUCKET, GCRA,
+  // LEAKY_BUCKET), whose debt counts the caller when it proceeds; a window limit must allow now —
+  // `amount` is charged (into debt when it must wait) and the answer
+  // is allowed, with retry_after_ms = how long the caller waits before it proceeds (0: at once),
+  // limit, remaining and reset_after_ms as right after the charge. Otherwise nothing changes and
+  // the answer is that check's denial (retry_after_ms > max_wait_ms, or -1). Decided in one
+  // atomic step; a denial starts no penalty block. The limits are those a charge takes.
+  absl::StatusOr<Decision> ChargeWithin(std::string_view scope, std::string_view key,
+                                        absl::Span<const Limit> limits, int64_t amount,
+                                        int64_t max_wait_ms);
 
   // Concurrency leases. `limits` holds exactly one CONCURRENCY limit (at most LIMIT leases held at
   // once, each ending after its ttl unless released sooner) and any rate limits, checked all or

@@ -4,6 +4,7 @@
 //
 // An Engine provides:
 //   absl::StatusOr<Decision> Check(const Request&);   // all or nothing, consumes r.cost
+//                                    // (r.max_wait_ms >= 0: as Limiter::ChargeWithin)
 //   absl::StatusOr<Decision> Peek(const Request&);    // changes nothing
 //   absl::StatusOr<int64_t>  Reset(const Request&);   // states removed
 //   absl::StatusOr<Decision> Refund(const Request&);  // gives back r.cost
@@ -177,6 +178,9 @@ class LimiterEngine {
 
   absl::StatusOr<Decision> Check(const Request& r) {
     Carry(r);
+    if (r.max_wait_ms >= 0) {
+      return limiter_.ChargeWithin(r.scope, r.key, r.limits, r.cost, r.max_wait_ms);
+    }
     return limiter_.Check(r.scope, r.key, r.limits, r.cost);
   }
   absl::StatusOr<Decision> Peek(const Request& r) {

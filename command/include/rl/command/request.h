@@ -3,8 +3,8 @@
 // front end (rl-server, rl.so) runs on its own engine. No I/O and no protocol: errors are
 // absl::Status values whose text follows "ERR " in a reply (see reply.h for the mapping).
 //
-//   RL.CHECK   key <limit>... [COST n] [HEADERS] [LIMITS]
-//   RL.CHECK   key POLICY name [<limit>...] [COST n] [HEADERS] [LIMITS]
+//   RL.CHECK   key <limit>... [COST n] [MAXWAIT duration] [HEADERS] [LIMITS]
+//   RL.CHECK   key POLICY name [<limit>...] [COST n] [MAXWAIT duration] [HEADERS] [LIMITS]
 //   RL.PEEK    (as RL.CHECK; a CONCURRENCY limit may be among the limits)
 //   RL.RESET   key (<limit>... | POLICY name [<limit>...])
 //   RL.REFUND  key (<limit>... | POLICY name [<limit>...]) COST n [HEADERS] [LIMITS]
@@ -52,17 +52,20 @@ struct Request {
   bool shadow = false;             // a stored shadow policy: never deny
   int64_t cost = 1;
   bool headers = false;
-  bool limits_detail = false;            // LIMITS: the reply lists every limit's result (reply.h)
+  bool limits_detail = false;  // LIMITS: the reply lists every limit's result (reply.h)
+  // MAXWAIT (RL.CHECK only): admit a call that may proceed within this many ms, charging it
+  // into debt (Limiter::ChargeWithin); -1 = not given, an ordinary check.
+  int64_t max_wait_ms = -1;
   std::shared_ptr<const Policy> policy;  // keeps a stored policy alive for the call
   std::array<Limit, kMaxLimitsPerCheck> inline_limits;
 };
 
 // Parses args (args[0] = command name, args[1] = key) for `verb`. RL.RESET takes no COST,
-// HEADERS or LIMITS; RL.REFUND and RL.CHARGE need COST (the amount). A repeated COST, HEADERS or
-// LIMITS is an error. Needs args.size() >= 3 (the command table's arity); anything shorter is a
-// syntax error, never a crash. With a `cache`, an inline limit list equal byte for byte to the one
-// parsed last time is taken from it (out->limits then points into the cache, valid until its next
-// Store).
+// HEADERS or LIMITS; RL.REFUND and RL.CHARGE need COST (the amount); only RL.CHECK takes
+// MAXWAIT. A repeated COST, MAXWAIT, HEADERS or LIMITS is an error. Needs args.size() >= 3 (the
+// command table's arity); anything shorter is a syntax error, never a crash. With a `cache`, an
+// inline limit list equal byte for byte to the one parsed last time is taken from it (out->limits
+// then points into the cache, valid until its next Store).
 absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
                           const PolicyLookup& lookup, Request* out, LimitCache* cache = nullptr);
 
