@@ -24,6 +24,7 @@
 #include "rl/limiter.h"
 #include "rl/rate_limiter.h"
 #include "rl/remote_limiter.h"
+#include "server_process.h"
 #include "subprocess.h"
 
 namespace rl {
@@ -179,9 +180,9 @@ class RemoteHeadersTest : public ::testing::Test {
  protected:
   // rl-server on a free port (--port 0: it names the port it bound).
   bool StartServer() {
-    if (!server_.Start({RL_SERVER_PATH, "--port", "0", "--bind", "127.0.0.1"})) return false;
-    server_port_ =
-        rl_test::ReadyPort(server_, "rl-server ready: listening on ", milliseconds(10000));
+    test::ServerOptions options;
+    options.quiet = false;
+    server_port_ = test::StartRlServer(server_, RL_SERVER_PATH, {"--bind", "127.0.0.1"}, options);
     return server_port_ > 0;
   }
 

@@ -19,6 +19,7 @@
 #include "rl/clock.h"
 #include "rl/limit.h"
 #include "rl/remote_limiter.h"
+#include "server_process.h"
 #include "subprocess.h"
 
 namespace rl::remote_test {
@@ -55,12 +56,11 @@ class RemoteLimiterTest : public ::testing::Test {
   // port again, as the limiters under test know only that one.
   bool StartServer(const std::vector<std::string>& extra = {}) {
     server_.Kill();
-    std::vector<std::string> argv{ServerPath(), "--port", std::to_string(port_), "--bind",
-                                  "127.0.0.1"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    if (!server_.Start(argv)) return false;
-    const int bound =
-        rl_test::ReadyPort(server_, "rl-server ready: listening on ", milliseconds(10000));
+    std::vector<std::string> flags{"--port", std::to_string(port_), "--bind", "127.0.0.1"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    rl::test::ServerOptions options;
+    options.quiet = false;
+    const int bound = rl::test::StartRlServer(server_, ServerPath(), flags, options);
     if (bound <= 0 || (port_ != 0 && bound != port_)) return false;
     port_ = bound;
     return true;

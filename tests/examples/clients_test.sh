@@ -61,7 +61,7 @@ phase=start
 "$server" --port 0 --threads 1 --quiet >"$work/server" &
 pid=$!
 port=""
-for _ in $(seq 1 200); do
+for _ in $(seq 1 400); do  # up to 20 s: a busy machine starts it slowly
   port=$(sed -n 's/^rl-server ready: listening on .*:\([0-9]*\)$/\1/p' "$work/server")
   [ -n "$port" ] && break
   sleep 0.05

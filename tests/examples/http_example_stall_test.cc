@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server_process.h"
 #include "subprocess.h"
 
 namespace {
@@ -31,8 +32,9 @@ using std::chrono::milliseconds;
 #ifdef RL_SERVER_PATH
 
 int StartServer(rl_test::Subprocess& server) {
-  if (!server.Start({RL_SERVER_PATH, "--port", "0", "--bind", "127.0.0.1"})) return 0;
-  return rl_test::ReadyPort(server, "rl-server ready: listening on ", milliseconds(10000));
+  rl::test::ServerOptions options;
+  options.quiet = false;
+  return rl::test::StartRlServer(server, RL_SERVER_PATH, {"--bind", "127.0.0.1"}, options);
 }
 
 int StartExample(rl_test::Subprocess& process, const std::vector<std::string>& flags) {

@@ -25,6 +25,7 @@
 
 #include "gtest/gtest.h"
 #include "http_client.h"
+#include "server_process.h"
 #include "subprocess.h"
 
 namespace {
@@ -182,8 +183,9 @@ TEST(HttpExampleTest, UnreachableRemoteLimiterReadsFailOpenExportsFailClosed) {
 // Starts rl-server on a port the kernel picks (so no other test can take it between choosing and
 // binding); returns the port, 0 on failure.
 int StartServer(rl_test::Subprocess& server) {
-  if (!server.Start({RL_SERVER_PATH, "--port", "0", "--bind", "127.0.0.1"})) return 0;
-  return rl_test::ReadyPort(server, "rl-server ready: listening on ", milliseconds(10000));
+  rl::test::ServerOptions options;
+  options.quiet = false;
+  return rl::test::StartRlServer(server, RL_SERVER_PATH, {"--bind", "127.0.0.1"}, options);
 }
 
 TEST(HttpExampleTest, TwoRemoteInstancesShareOneCount) {

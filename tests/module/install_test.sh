@@ -21,7 +21,7 @@ grep -q "Installing: .*/$libdir/rl/rl.so" "$work/install.log"
 redis-server --port 0 --unixsocket "$work/redis.sock" --save "" --dir "$work" \
   --logfile "$work/redis.log" --loadmodule "$so" POLICIES "$policies" &
 pid=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 400); do  # up to 20 s: a busy machine starts it slowly
   [ "$(redis-cli -s "$work/redis.sock" PING 2>/dev/null)" = "PONG" ] && break
   sleep 0.05
 done

@@ -7,15 +7,10 @@
 #include <sstream>
 #include <vector>
 
+#include "test_files.h"
+
 namespace rl::test {
 namespace {
-
-std::string Slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::filesystem::path> AofFiles(const std::string& dir) {
   std::vector<std::filesystem::path> files;
@@ -61,13 +56,13 @@ std::string WithDumpChecksum(std::string payload) {
 
 std::string ReadAofFiles(const std::string& dir) {
   std::string all;
-  for (const auto& file : AofFiles(dir)) all += Slurp(file);
+  for (const auto& file : AofFiles(dir)) all += rl_test::ReadFile(file);
   return all;
 }
 
 std::string AofBaseName(const std::string& dir) {
   // Manifest lines: "file <name> seq <n> type <b|h|i>"; b = the current base.
-  std::istringstream manifest(Slurp(dir + "/appendonlydir/appendonly.aof.manifest"));
+  std::istringstream manifest(rl_test::ReadFile(dir + "/appendonlydir/appendonly.aof.manifest"));
   std::string line;
   while (std::getline(manifest, line)) {
     std::istringstream fields(line);
@@ -79,7 +74,7 @@ std::string AofBaseName(const std::string& dir) {
 
 std::string ReadAofBase(const std::string& dir) {
   const std::string name = AofBaseName(dir);
-  return name.empty() ? "" : Slurp(dir + "/appendonlydir/" + name);
+  return name.empty() ? "" : rl_test::ReadFile(dir + "/appendonlydir/" + name);
 }
 
 }  // namespace rl::test

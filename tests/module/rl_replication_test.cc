@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -262,10 +263,17 @@ TEST(RlReplicationTest, NothingDownstreamThenAReplicaMissesNothing) {
   EXPECT_EQ(RlStat(master, "downstream"), 1);
 
   // The replica drops off (the master closes its link while the replica sleeps, so it cannot
-  // come back at once); the master, with its backlog, keeps building effects.
+  // come back at once); the master, with its backlog, keeps building effects. The replica acks
+  // every second: an ack 2 s old says the sleep has begun (not a fixed wait, which a busy machine
+  // can outlast before the sleep starts), and leaves 4 s of it for what follows.
   const long long partial_before = std::stoll(master.InfoField("stats", "sync_partial_ok"));
-  std::thread sleeper([&] { replica.Connect(10000)->Call({"DEBUG", "SLEEP", "2"}); });
-  std::this_thread::sleep_for(milliseconds(300));
+  std::thread sleeper([&] { replica.Connect(20000)->Call({"DEBUG", "SLEEP", "6"}); });
+  const auto ack_age = [&] {
+    const std::string slave = master.InfoField("replication", "slave0");
+    const size_t at = slave.find("lag=");
+    return at == std::string::npos ? -1 : std::atoi(slave.c_str() + at + 4);
+  };
+  EXPECT_TRUE(WaitUntil([&] { return ack_age() >= 2; }, seconds(20)));
   EXPECT_EQ(master.Call({"CLIENT", "KILL", "TYPE", "replica"}).integer, 1);
   WriteRound(master, round++);
   std::this_thread::sleep_for(milliseconds(500));  // a few cron ticks

@@ -21,8 +21,9 @@ RedisOptions RlOptions(const std::string& load_args = "");
 // One counter of INFO rl ("rl_<name>:N"), -1 when absent.
 long long RlStat(RedisServer& server, const std::string& name);
 
-// A test fixture: one redis-server with rl.so per test suite (ctest runs each test in its own
-// process, so one per test there), emptied before each test, checked alive after it.
+// A test fixture: one redis-server with rl.so per test suite (tests/module/CMakeLists.txt runs
+// such binaries as one ctest test, so the suite's tests really share it), emptied before each
+// test, checked alive after it.
 class RlServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

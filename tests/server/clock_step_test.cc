@@ -17,6 +17,7 @@
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
@@ -46,9 +47,9 @@ Reply FirstDenial(RespClient& c, const Cmd& cmd) {
 }
 
 TEST(ClockStepTest, SnapshotFromAClockADayAheadWaitsNoLongerThanItsLimits) {
-  char tmpl[] = "/tmp/rl-clock-step-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const rl_test::TempDir temp("rl-clock-step-test");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string dir = temp.path();
   const std::vector<std::string> flags = {"--snapshot", dir + "/state.rlsnap", "--threads", "2"};
 
   const Cmd bucket = {"RL.CHECK", "tb", "TOKEN_BUCKET", "2", "1m"};
@@ -100,7 +101,6 @@ TEST(ClockStepTest, SnapshotFromAClockADayAheadWaitsNoLongerThanItsLimits) {
   std::ifstream log_file(dir + "/log");
   const std::string log((std::istreambuf_iterator<char>(log_file)), {});
   EXPECT_NE(log.find("ahead of this wall clock"), std::string::npos) << log;
-  std::filesystem::remove_all(dir);
 }
 
 // The periodic save waits on the steady clock. Debian's abseil times its waits by a wall-clock

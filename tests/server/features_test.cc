@@ -14,6 +14,7 @@
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
@@ -184,9 +185,9 @@ TEST_F(FeaturesTest, CommandDocsRows) {
 
 // Blocks and leases survive a restart through the snapshot file.
 TEST(FeaturesSnapshotTest, BlocksAndLeasesSurviveARestart) {
-  char tmpl[] = "/tmp/rl-features-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const rl_test::TempDir temp("rl-features-test");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string dir = temp.path();
   const std::vector<std::string> flags = {"--snapshot", dir + "/state.rlsnap", "--threads", "2"};
   const Cmd login = {"RL.CHECK", "user", "FIXED_WINDOW", "1", "1m", "BLOCK", "1h"};
   const Cmd acquire = {"RL.ACQUIRE", "job", "CONCURRENCY", "1", "LEASE", "1h"};
@@ -215,7 +216,6 @@ TEST(FeaturesSnapshotTest, BlocksAndLeasesSurviveARestart) {
     EXPECT_EQ(c.Call(acquire).elements[0].integer, 1);
     EXPECT_EQ(server.Terminate(), 0);
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
@@ -35,30 +36,7 @@ int RunServer(const std::string& args, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/rl-flags-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p) << content;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using rl_test::TempDir;
 
 TEST(FlagsTest, EveryNumericFlagRefusesNegativeOverflowAndJunk) {
   for (const server::NumericSetting& s : server::NumericSettings()) {
@@ -143,7 +121,7 @@ TEST(FlagsTest, EnableDebugCommandTakesNoYesOrLocal) {
 }
 
 TEST(FlagsTest, TomlNumbersAreRangeChecked) {
-  TempDir dir;
+  const TempDir dir("rl-flags-test");
   // 2^32 + 80 used to be narrowed to port 80; -1 max-keys was refused already, floats were not
   // named.
   const std::pair<const char*, const char*> cases[] = {
@@ -177,7 +155,7 @@ TEST(FlagsTest, TomlNumbersAreRangeChecked) {
 }
 
 TEST(FlagsTest, ConfigPathThatIsNotARegularFileIsRefusedAtStart) {
-  TempDir dir;
+  const TempDir dir("rl-flags-test");
   std::string sub = dir.path() + "/rl.toml";
   ASSERT_EQ(mkdir(sub.c_str(), 0700), 0);
   std::string out;
@@ -206,7 +184,7 @@ TEST(FlagsTest, ConfigPathThatIsNotARegularFileIsRefusedAtStart) {
 }
 
 TEST(FlagsTest, ReloadFromADirectoryKeepsThePolicies) {
-  TempDir dir;
+  const TempDir dir("rl-flags-test");
   std::string path = dir.Write("rl.toml", "[policies]\napi = \"FIXED_WINDOW 2 1m\"\n");
   std::string log = dir.path() + "/stderr.log";
   ServerOptions options;
@@ -225,10 +203,11 @@ TEST(FlagsTest, ReloadFromADirectoryKeepsThePolicies) {
   bool logged = false;
   for (int i = 0; i < 100 && !logged; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    logged = ReadFile(log).find("reload failed") != std::string::npos;
+    logged = rl_test::ReadFile(log).find("reload failed") != std::string::npos;
   }
-  EXPECT_TRUE(logged) << ReadFile(log);
-  EXPECT_NE(ReadFile(log).find("is a directory"), std::string::npos) << ReadFile(log);
+  EXPECT_TRUE(logged) << rl_test::ReadFile(log);
+  EXPECT_NE(rl_test::ReadFile(log).find("is a directory"), std::string::npos)
+      << rl_test::ReadFile(log);
   EXPECT_EQ(c.Call({"RL.POLICY", "GET", "api"}).str, "FIXED_WINDOW 2 1m");
   EXPECT_EQ(c.Call({"RL.CHECK", "u", "POLICY", "api"}).Ints().at(0), 1);
   EXPECT_EQ(server.Terminate(), 0);

@@ -14,14 +14,15 @@
 #include "rl/limiter.h"
 #include "server_process.h"
 #include "snapshot_format.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
 
 TEST(LegacyPolicyTextTest, SnapshotPolicyWithBareWindowsLoadsAsMilliseconds) {
-  char tmpl[] = "/tmp/rl-legacy-policy-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, file = dir + "/state.rlsnap";
+  const rl_test::TempDir temp("rl-legacy-policy");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string dir = temp.path(), file = dir + "/state.rlsnap";
   {
     // The fixture: an empty engine and two runtime policies in the text earlier versions took.
     rl::Limiter empty;
@@ -52,7 +53,6 @@ TEST(LegacyPolicyTextTest, SnapshotPolicyWithBareWindowsLoadsAsMilliseconds) {
               "ERR window '60' needs a unit: 60s, 1m, 250ms");
     EXPECT_EQ(server.Terminate(), 0);
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

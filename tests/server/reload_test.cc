@@ -19,16 +19,10 @@
 #include "resp_client.h"
 #include "server_process.h"
 #include "subprocess.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void Rewrite(const std::string& path, const std::string& content) {
   std::string tmp = path + ".new";
@@ -68,13 +62,11 @@ int CheckConfig(const std::string& path) {
 class ReloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rl-reload-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(temp_.path().empty());
+    dir_ = temp_.path();
     config_ = dir_ + "/rl.toml";
     log_ = dir_ + "/server.log";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Sends SIGHUP and waits for the reload counters of INFO to move; returns INFO server.
   std::string Reload(ServerProcess& server, RespClient& c) {
@@ -90,6 +82,7 @@ class ReloadTest : public ::testing::Test {
     return c.Call({"INFO", "server"}).str;
   }
 
+  const rl_test::TempDir temp_{"rl-reload-test"};
   std::string dir_, config_, log_;
 };
 
@@ -138,7 +131,7 @@ TEST_F(ReloadTest, AFileStartWouldRefuseIsRefusedWholeAndReported) {
   EXPECT_EQ(Metric(metrics_port, "rl_config_last_reload_successful"), "1");
   EXPECT_EQ(Metric(metrics_port, "rl_config_restart_pending_settings"), "1");
   EXPECT_EQ(Field(c.Call({"INFO", "clients"}).str, "maxclients"), "10000") << "not applied";
-  const std::string log = ReadAll(log_);
+  const std::string log = rl_test::ReadFile(log_);
   EXPECT_NE(log.find("maxclients (10000 -> 50)"), std::string::npos) << log;
   EXPECT_NE(log.find("not reloadable"), std::string::npos) << log;
 

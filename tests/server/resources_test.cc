@@ -17,16 +17,10 @@
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 size_t Count(const std::string& text, const std::string& needle) {
   size_t n = 0;
@@ -38,7 +32,7 @@ size_t Count(const std::string& text, const std::string& needle) {
 
 // User + system CPU seconds the process has used (/proc/<pid>/stat fields 14 and 15).
 double CpuSeconds(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat = rl_test::ReadFile("/proc/" + std::to_string(pid) + "/stat");
   std::istringstream in(stat.substr(stat.rfind(')') + 2));
   std::string field;
   long ticks = 0;
@@ -105,8 +99,8 @@ TEST(ResourcesTest, LowOpenFileLimitLowersMaxclientsAtStart) {
   ServerProcess server({"--threads", "2"}, options);
   ASSERT_GT(server.port(), 0);
   EXPECT_NE(Info(server.port(), "clients").find("maxclients:24\r\n"), std::string::npos);
-  EXPECT_NE(ReadFile(log.path()).find("maxclients lowered to 24"), std::string::npos)
-      << ReadFile(log.path());
+  EXPECT_NE(rl_test::ReadFile(log.path()).find("maxclients lowered to 24"), std::string::npos)
+      << rl_test::ReadFile(log.path());
   // Clients past the lowered maxclients get Redis's error instead of an accept that fails.
   std::vector<std::unique_ptr<RespClient>> clients;
   for (int i = 0; i < 24; ++i) {
@@ -128,9 +122,9 @@ TEST(ResourcesTest, OpenFileLimitTooLowForOneClientRefusesToStart) {
   ServerProcess server({"--threads", "2"}, options);
   EXPECT_EQ(server.port(), 0);
   EXPECT_EQ(server.Wait(5000), 1);
-  EXPECT_NE(ReadFile(log.path()).find("open-file limit (ulimit -n) of 30 is too low"),
+  EXPECT_NE(rl_test::ReadFile(log.path()).find("open-file limit (ulimit -n) of 30 is too low"),
             std::string::npos)
-      << ReadFile(log.path());
+      << rl_test::ReadFile(log.path());
 }
 
 TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
@@ -151,7 +145,16 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   std::vector<std::unique_ptr<RespClient>> clients;
   for (int i = 0; i < 30; ++i) clients.push_back(std::make_unique<RespClient>(server.port()));
   for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<RespClient>(metrics_port));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Both acceptors have run out of descriptors once each has logged it.
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       std::chrono::steady_clock::now() < deadline;) {
+    const std::string logged = rl_test::ReadFile(log.path());
+    if (Count(logged, "cannot accept clients") > 0 &&
+        Count(logged, "cannot accept metrics scrapers") > 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 
   // Spinning on EMFILE burnt a whole core per acceptor (about 1 s of CPU per second); waiting
   // costs next to nothing. Generous bound for a loaded machine.
@@ -160,7 +163,7 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   double used = CpuSeconds(server.pid()) - before;
   EXPECT_LT(used, 0.1) << "CPU seconds in one second out of descriptors";
   std::printf("CPU out of descriptors: %.3f s in 1 s\n", used);
-  std::string logged = ReadFile(log.path());
+  std::string logged = rl_test::ReadFile(log.path());
   EXPECT_EQ(Count(logged, "cannot accept clients"), 1u) << logged;
   EXPECT_EQ(Count(logged, "cannot accept metrics scrapers"), 1u) << logged;
 
@@ -175,7 +178,7 @@ TEST(ResourcesTest, OutOfDescriptorsTheAcceptLoopsWaitAndRecover) {
   EXPECT_TRUE(served);
   std::string stats = Info(server.port(), "stats");
   EXPECT_EQ(stats.find("accept_resource_errors:0\r\n"), std::string::npos) << stats;
-  EXPECT_NE(ReadFile(log.path()).find("accepting clients again"), std::string::npos);
+  EXPECT_NE(rl_test::ReadFile(log.path()).find("accepting clients again"), std::string::npos);
   EXPECT_EQ(server.Terminate(), 0);
 }
 
@@ -190,7 +193,8 @@ TEST(ResourcesTest, IdleConnectionsNeverLockOutAScrape) {
     idle.push_back(std::make_unique<RespClient>(metrics_port));
     ASSERT_TRUE(idle.back()->connected());
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // No wait needed: the kernel queues each scrape's connection behind the idle ones, so the
+  // server accepts (and makes room among) all of them before it sees the scrape.
   for (int i = 0; i < 3; ++i) EXPECT_EQ(ScrapeStatus(metrics_port), 200) << i;
   // The oldest idle ones made room; the newest are still open.
   size_t closed = 0;
@@ -205,7 +209,7 @@ TEST(ResourcesTest, IdleConnectionsNeverLockOutAScrape) {
 
 // A field of /proc/<pid>/status in kB, e.g. VmHWM (peak RSS).
 int64_t StatusKb(pid_t pid, const std::string& field) {
-  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::istringstream in(rl_test::ReadFile("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));

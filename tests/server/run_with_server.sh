@@ -10,7 +10,7 @@ out=$(mktemp)
 "$server" --port 0 --threads 2 --quiet "$@" >"$out" &
 pid=$!
 port=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 400); do  # up to 20 s: a busy machine starts it slowly
   port=$(sed -n 's/^rl-server ready: listening on .*:\([0-9]*\)$/\1/p' "$out")
   [ -n "$port" ] && break
   sleep 0.05

@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
@@ -69,19 +71,27 @@ TEST(ShutdownTest, SigintWithNonReadingClientsExitsZero) {
 }
 
 TEST(ShutdownTest, SecondSigtermDuringTheGracePeriodExitsPromptlyAfterSaving) {
-  char tmpl[] = "/tmp/rl-shutdown-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
+  const rl_test::TempDir temp("rl-shutdown-test");
+  ASSERT_FALSE(temp.path().empty());
+  std::string dir = temp.path();
   std::string snapshot = dir + "/state.rlsnap";
   {
-    ServerProcess server({"--threads", "2", "--snapshot", snapshot});
+    ServerOptions logged;  // the log tells when the first SIGTERM has been taken
+    logged.quiet = false;
+    logged.stderr_path = dir + "/stderr.log";
+    ServerProcess server({"--threads", "2", "--snapshot", snapshot}, logged);
     ASSERT_GT(server.port(), 0);
     RespClient c(server.port());
     ASSERT_EQ(c.Call({"RL.CHECK", "k", "FIXED_WINDOW", "5", "1h"}).Ints().at(0), 1);
     auto clients = StuckClients(server.port(), 3);
     auto start = Clock::now();
     server.Signal(SIGTERM);
-    usleep(300 * 1000);
+    // The second signal must come during the grace period, not merge with the first.
+    for (const auto deadline = Clock::now() + std::chrono::seconds(4);
+         rl_test::ReadFile(logged.stderr_path).find("shutting down") == std::string::npos &&
+         Clock::now() < deadline;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     server.Signal(SIGTERM);
     EXPECT_EQ(server.Wait(30000), 1) << "a cut-short shutdown exits 1";
     // Well before the 5 s grace period would have ended.
@@ -94,7 +104,6 @@ TEST(ShutdownTest, SecondSigtermDuringTheGracePeriodExitsPromptlyAfterSaving) {
   EXPECT_EQ(c.Call({"RL.PEEK", "k", "FIXED_WINDOW", "5", "1h"}).Ints().at(2), 3)
       << "the check before the shutdown was kept (5 - 1 taken - 1 peeked)";
   EXPECT_EQ(again.Terminate(), 0);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

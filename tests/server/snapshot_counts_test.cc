@@ -14,6 +14,7 @@
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
@@ -40,9 +41,9 @@ bool CheckKeys(RespClient& c, const std::string& prefix, int n) {
 }
 
 TEST(SnapshotCountsTest, SavedCountIsWhatALoadFindsUnderConcurrentWrites) {
-  char tmpl[] = "/tmp/rl-snapshot-counts-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, file = dir + "/state.rlsnap";
+  const rl_test::TempDir temp("rl-snapshot-counts");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string dir = temp.path(), file = dir + "/state.rlsnap";
   const std::vector<std::string> flags = {"--threads",           "2", "--snapshot", file,
                                           "--snapshot-interval", "1h"};
   int64_t saved = 0;
@@ -89,7 +90,6 @@ TEST(SnapshotCountsTest, SavedCountIsWhatALoadFindsUnderConcurrentWrites) {
   EXPECT_EQ(Field(info, "snapshot_load_keys"), saved) << "and all of it loads (nothing refilled)";
   EXPECT_EQ(c.Call({"DBSIZE"}).integer, saved);
   EXPECT_EQ(again.Terminate(), 0);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

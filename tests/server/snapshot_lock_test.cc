@@ -13,6 +13,7 @@
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 namespace rl::test {
 namespace {
@@ -20,12 +21,10 @@ namespace {
 class SnapshotLockTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rl-snapshot-lock-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(temp_.path().empty());
+    dir_ = temp_.path();
     file_ = dir_ + "/state.rlsnap";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::vector<std::string> TempFiles() const {
     std::vector<std::string> out;
@@ -36,16 +35,10 @@ class SnapshotLockTest : public ::testing::Test {
     return out;
   }
 
+  const rl_test::TempDir temp_{"rl-snapshot-lock-test"};
   std::string dir_;
   std::string file_;
 };
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST_F(SnapshotLockTest, ASecondServerOnTheSameFileRefusesToStartNamingTheHolder) {
   ServerProcess first({"--snapshot", file_, "--snapshot-interval", "20ms"});
@@ -60,7 +53,7 @@ TEST_F(SnapshotLockTest, ASecondServerOnTheSameFileRefusesToStartNamingTheHolder
   ServerProcess second({"--snapshot", file_}, options);
   EXPECT_EQ(second.port(), 0) << "a second server started on the same snapshot file";
   EXPECT_EQ(second.Wait(10000), 1);
-  const std::string err = ReadAll(log);
+  const std::string err = rl_test::ReadFile(log);
   EXPECT_NE(err.find("in use by another rl-server"), std::string::npos) << err;
   EXPECT_NE(err.find("pid " + std::to_string(first.pid())), std::string::npos) << err;
 

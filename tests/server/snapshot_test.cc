@@ -20,6 +20,7 @@
 
 #include "resp_client.h"
 #include "server_process.h"
+#include "test_files.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -33,12 +34,10 @@ using Clock = std::chrono::steady_clock;
 class SnapshotTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rl-snapshot-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(temp_.path().empty());
+    dir_ = temp_.path();
     file_ = dir_ + "/state.rlsnap";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::vector<std::string> Flags(std::vector<std::string> extra = {}) {
     std::vector<std::string> flags = {"--snapshot", file_, "--threads", "2"};
@@ -46,16 +45,10 @@ class SnapshotTest : public ::testing::Test {
     return flags;
   }
 
+  const rl_test::TempDir temp_{"rl-snapshot-test"};
   std::string dir_;
   std::string file_;
 };
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void WriteAll(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
@@ -231,7 +224,7 @@ TEST_F(SnapshotTest, CorruptOrTruncatedFileStartsCleanOrRefusesWhenStrict) {
     ASSERT_EQ(c.Call({"RL.POLICY", "SET", "p", "GCRA", "1", "1h"}).str, "OK");
     EXPECT_EQ(server.Terminate(), 0);
   }
-  const std::string good = ReadAll(file_);
+  const std::string good = rl_test::ReadFile(file_);
   ASSERT_GT(good.size(), 100u);
   std::string flipped = good;
   flipped[flipped.size() / 2] ^= 0x40;
@@ -254,7 +247,7 @@ TEST_F(SnapshotTest, CorruptOrTruncatedFileStartsCleanOrRefusesWhenStrict) {
       EXPECT_EQ(strict.port(), 0) << "--snapshot-strict refuses a bad file";
       EXPECT_EQ(strict.Wait(5000), 1);
     }
-    EXPECT_EQ(ReadAll(file_), bytes) << "a refused start leaves the file alone";
+    EXPECT_EQ(rl_test::ReadFile(file_), bytes) << "a refused start leaves the file alone";
     ServerProcess server(Flags());
     ASSERT_GT(server.port(), 0) << "a bad snapshot never stops a normal start";
     RespClient c(server.port());
@@ -262,7 +255,8 @@ TEST_F(SnapshotTest, CorruptOrTruncatedFileStartsCleanOrRefusesWhenStrict) {
     EXPECT_TRUE(c.Call({"RL.POLICY", "GET", "p"}).is_null());
     EXPECT_EQ(InfoField(c, "snapshot_load_status"), "error");
     EXPECT_NE(InfoField(c, "snapshot_load_error"), "");
-    EXPECT_EQ(ReadAll(file_ + ".bad"), bytes) << "the bad file is kept aside for inspection";
+    EXPECT_EQ(rl_test::ReadFile(file_ + ".bad"), bytes)
+        << "the bad file is kept aside for inspection";
     EXPECT_EQ(c.Call({"RL.CHECK", "k1", "SLIDING_LOG", "5", "1h"}).Ints()[0], 1);
     EXPECT_EQ(server.Terminate(), 0);
   }
@@ -302,7 +296,7 @@ TEST_F(SnapshotTest, ReadersNeverSeeAHalfWrittenFileAndStaleTempFilesAreHarmless
       ASSERT_TRUE(c.SendRaw(batch));
       for (int i = 0; i < 20000; ++i) ASSERT_EQ(c.Read().type, '*');
     }
-    std::string data = ReadAll(file_);
+    std::string data = rl_test::ReadFile(file_);
     if (data.empty()) continue;  // not written yet
     ASSERT_TRUE(CompleteSnapshot(data)) << "a reader saw a partial snapshot";
     ++complete;
@@ -348,7 +342,7 @@ TEST_F(SnapshotTest, SaveBgsaveLastsaveAndInfo) {
   c.Call({"RL.CHECK", "a", "GCRA", "1", "1h"});
   EXPECT_FALSE(std::filesystem::exists(file_));
   EXPECT_EQ(c.Call({"SAVE"}).str, "OK");
-  EXPECT_TRUE(CompleteSnapshot(ReadAll(file_)));
+  EXPECT_TRUE(CompleteSnapshot(rl_test::ReadFile(file_)));
   EXPECT_EQ(InfoField(c, "snapshot_last_save_keys"), "1");
   EXPECT_EQ(InfoField(c, "snapshot_last_save_status"), "ok");
   int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(

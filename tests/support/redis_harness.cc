@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "test_files.h"
+
 #ifndef RL_REDIS_SERVER_PATH
 #define RL_REDIS_SERVER_PATH ""
 #endif
@@ -27,13 +29,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string LastLines(const std::string& text, size_t lines) {
   if (text.empty()) return text;
@@ -116,9 +111,8 @@ bool WaitUntil(const std::function<bool()>& done, milliseconds timeout, millisec
 
 RedisServer::RedisServer(RedisOptions options, int port)
     : options_(std::move(options)), port_(port) {
-  char tmpl[] = "/tmp/rl-redis-XXXXXX";
-  const char* made = ::mkdtemp(tmpl);
-  dir_ = made != nullptr ? made : "";
+  // Not a TempDir: the directory outlives a failed test, for its logs.
+  dir_ = rl_test::MakeTempDir("rl-redis");
 }
 
 RedisServer::~RedisServer() {
@@ -243,11 +237,11 @@ bool RedisServer::running() {
   return !process_.Wait(milliseconds(0)).has_value();
 }
 
-std::string RedisServer::ReadLog() const { return ReadFile(log_path()); }
+std::string RedisServer::ReadLog() const { return rl_test::ReadFile(log_path()); }
 
 std::string RedisServer::LogTail(size_t lines) const {
   std::string out = LastLines(ReadLog(), lines);
-  const std::string console = ReadFile(dir_ + "/stdout.log");
+  const std::string console = rl_test::ReadFile(dir_ + "/stdout.log");
   if (!console.empty()) out += "\n[stdout/stderr]\n" + LastLines(console, lines);
   return out;
 }

@@ -1,5 +1,6 @@
 // Starts the real rl-server binary on a free loopback port (--port 0; the server prints the port
-// it bound on its readiness line), and stops it. Used by every server test.
+// it bound on its readiness line), and stops it: the one way every test (server, client, module
+// parity, examples) starts rl-server.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,36 +22,33 @@ struct ServerOptions {
   rlim_t nofile = 0;        // non-zero: RLIMIT_NOFILE of the server (soft and hard)
 };
 
-// rl-server as a child process (tests/support/subprocess.h: reaped always, killed if the test
-// dies), ready once it has printed the port it bound.
+// Starts `binary` (an rl-server) in `process` with `flags`, plus --port 0 unless they name a
+// port, and waits up to 20 s (a loaded machine starts slowly) for its readiness line, "rl-server
+// ready: listening on HOST:PORT". Returns the port, 0 on failure.
+inline int StartRlServer(rl_test::Subprocess& process, const std::string& binary,
+                         const std::vector<std::string>& flags, const ServerOptions& options = {}) {
+  std::vector<std::string> argv = {binary};
+  if (options.quiet) argv.push_back("--quiet");
+  bool has_port = false;
+  for (const auto& f : flags) has_port = has_port || f == "--port";
+  if (!has_port) argv.insert(argv.end(), {"--port", "0"});
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  rl_test::SpawnOptions spawn;
+  spawn.stderr_path = options.stderr_path;
+  spawn.nofile = options.nofile;
+  if (!process.Start(argv, spawn)) return 0;
+  return rl_test::ReadyPort(process, "rl-server ready: listening on ",
+                            std::chrono::milliseconds(20000));
+}
+
+#ifdef RL_SERVER_PATH
+// rl-server (RL_SERVER_PATH) as a child process (tests/support/subprocess.h: reaped always,
+// killed if the test dies), ready once it has printed the port it bound.
 class ServerProcess {
  public:
-  // Starts RL_SERVER_PATH with `flags` (plus --port 0 --bind 127.0.0.1 unless given) and waits
-  // up to 10 s for "rl-server ready: listening on HOST:PORT". port() is 0 on failure.
-  explicit ServerProcess(std::vector<std::string> flags = {}, ServerOptions options = {}) {
-    std::vector<std::string> argv = {RL_SERVER_PATH};
-    if (options.quiet) argv.push_back("--quiet");
-    bool has_port = false;
-    for (const auto& f : flags) has_port = has_port || f == "--port";
-    if (!has_port) argv.insert(argv.end(), {"--port", "0"});
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    rl_test::SpawnOptions spawn;
-    spawn.stderr_path = options.stderr_path;
-    spawn.nofile = options.nofile;
-    if (!process_.Start(argv, spawn)) return;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    std::string line;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (!process_.ReadLine(&line, left)) break;
-      const size_t colon = line.rfind(':');
-      if (line.rfind("rl-server ready", 0) == 0 && colon != std::string::npos) {
-        port_ = std::atoi(line.c_str() + colon + 1);
-        break;
-      }
-    }
-  }
+  // Starts RL_SERVER_PATH as StartRlServer does. port() is 0 on failure.
+  explicit ServerProcess(std::vector<std::string> flags = {}, ServerOptions options = {})
+      : port_(StartRlServer(process_, RL_SERVER_PATH, flags, options)) {}
 
   int port() const { return port_; }
   pid_t pid() const { return process_.pid(); }
@@ -69,7 +67,7 @@ class ServerProcess {
 
  private:
   rl_test::Subprocess process_;
-  int port_ = 0;
+  int port_;
 };
 
 // A test suite whose tests share one rl-server (--threads 2), started before the suite's first
@@ -89,5 +87,6 @@ class SharedServerTest : public ::testing::Test {
   int port() const { return server_->port(); }
   static inline ServerProcess* server_ = nullptr;
 };
+#endif  // RL_SERVER_PATH
 
 }  // namespace rl::test
