@@ -319,22 +319,4 @@ void WriteUnknownSubcommand(resp::Writer& w, std::string_view sub, std::string_v
 
 void WriteSyntaxError(resp::Writer& w) { w.Error("ERR syntax error"); }
 
-bool ParseInt64(std::string_view text, int64_t* out) {
-  if (text.empty() || text.size() > 20 || text[0] == '+') return false;
-  if (text.size() > 1 && text[0] == '0') return false;
-  if (text.size() > 1 && text[0] == '-' && text[1] == '0') return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
-
-bool EqualsLower(std::string_view text, std::string_view lower_literal) {
-  if (text.size() != lower_literal.size()) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower_literal[i]) return false;
-  }
-  return true;
-}
-
 }  // namespace rl::server

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "rl/ascii.h"
 #include "rl/limit.h"
+#include "text.h"
 
 namespace rl::server {
 namespace {
@@ -91,15 +92,6 @@ constexpr NumericSetting kSettings[] = {
      "Prometheus endpoint (GET /metrics) on the --bind address (0 = off)"},
 };
 // clang-format on
-
-std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
-
-absl::StatusOr<bool> ParseYesNo(std::string_view text) {
-  std::string lower = AsciiLowered(text);
-  if (lower == "yes" || lower == "true" || lower == "1") return true;
-  if (lower == "no" || lower == "false" || lower == "0") return false;
-  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
-}
 
 bool Kept(const std::vector<std::string>& keep, std::string_view name) {
   return std::find(keep.begin(), keep.end(), name) != keep.end();
@@ -315,6 +307,13 @@ absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
 }
 
 }  // namespace
+
+absl::StatusOr<bool> ParseYesNo(std::string_view text) {
+  std::string lower = AsciiLowered(text);
+  if (lower == "yes" || lower == "true" || lower == "1") return true;
+  if (lower == "no" || lower == "false" || lower == "0") return false;
+  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
+}
 
 absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text) {
   const std::string lower = AsciiLowered(text);

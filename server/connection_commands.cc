@@ -30,7 +30,7 @@ void Echo(CommandContext& ctx) { ctx.w.Bulk(ctx.args[1]); }
 // Checks a username/password pair against requirepass. With no password configured, the
 // default user takes any password (Redis's "nopass").
 bool CheckCredentials(const ServerState& state, std::string_view user, std::string_view pass) {
-  bool user_ok = EqualsLower(user, "default");
+  bool user_ok = EqualsIgnoreCase(user, "default");
   if (state.config.requirepass.empty()) return user_ok;
   bool pass_ok = PasswordMatches(pass, state.config.requirepass);
   return user_ok && pass_ok;
@@ -91,12 +91,12 @@ void Hello(CommandContext& ctx) {
   bool has_setname = false;
   for (size_t i = 2; i < args.size(); ++i) {
     bool more = i + 1 < args.size();
-    if (EqualsLower(args[i], "auth") && i + 2 < args.size()) {
+    if (EqualsIgnoreCase(args[i], "auth") && i + 2 < args.size()) {
       if (!CheckCredentials(ctx.state, args[i + 1], args[i + 2])) return FailAuth(ctx);
       ctx.session.authenticated = true;
       ctx.session.auth_failures = 0;
       i += 2;
-    } else if (EqualsLower(args[i], "setname") && more) {
+    } else if (EqualsIgnoreCase(args[i], "setname") && more) {
       setname = args[i + 1];
       has_setname = true;
       if (!ValidClientName(setname)) {
@@ -191,10 +191,10 @@ void ClientSetInfo(CommandContext& ctx) {
         "ERR lib-name and lib-ver cannot contain spaces, newlines or special "
         "characters.");
   }
-  if (EqualsLower(ctx.args[2], "lib-name")) {
+  if (EqualsIgnoreCase(ctx.args[2], "lib-name")) {
     ctx.state.clients.Update(ctx.session,
                              [&](ClientSession& s) { s.lib_name = std::string(ctx.args[3]); });
-  } else if (EqualsLower(ctx.args[2], "lib-ver")) {
+  } else if (EqualsIgnoreCase(ctx.args[2], "lib-ver")) {
     ctx.state.clients.Update(ctx.session,
                              [&](ClientSession& s) { s.lib_ver = std::string(ctx.args[3]); });
   } else {
@@ -216,17 +216,17 @@ void ClientList(CommandContext& ctx) {
   bool none = false;  // TYPE master|replica|pubsub: no such clients here
   std::vector<uint64_t> ids;
   for (size_t i = 2; i < args.size(); ++i) {
-    if (EqualsLower(args[i], "type") && i + 1 < args.size()) {
+    if (EqualsIgnoreCase(args[i], "type") && i + 1 < args.size()) {
       std::string_view type = args[++i];
-      if (EqualsLower(type, "normal")) continue;
-      if (EqualsLower(type, "master") || EqualsLower(type, "replica") ||
-          EqualsLower(type, "slave") || EqualsLower(type, "pubsub")) {
+      if (EqualsIgnoreCase(type, "normal")) continue;
+      if (EqualsIgnoreCase(type, "master") || EqualsIgnoreCase(type, "replica") ||
+          EqualsIgnoreCase(type, "slave") || EqualsIgnoreCase(type, "pubsub")) {
         none = true;
         continue;
       }
       return ctx.w.Error(fmt::format("ERR Unknown client type '{}'", type));
     }
-    if (EqualsLower(args[i], "id") && i + 1 < args.size()) {
+    if (EqualsIgnoreCase(args[i], "id") && i + 1 < args.size()) {
       for (++i; i < args.size(); ++i) {
         int64_t id = 0;
         if (!ParseInt64(args[i], &id) || id < 1) return ctx.w.Error("ERR Invalid client ID");

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "rl/ascii.h"
 #include "rl/version.h"
+#include "text.h"
 
 namespace rl::server {
 namespace po = boost::program_options;
@@ -26,15 +27,6 @@ constexpr std::string_view kUsage =
     "Exit codes: 0 after SIGTERM/SIGINT, 1 when a setting or file is refused or the final\n"
     "snapshot fails (or a second signal cut the shutdown short), 2 for an unusable command line.\n"
     "\n";
-
-std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
-
-absl::StatusOr<bool> ParseYesNo(std::string text) {
-  text = AsciiLowered(text);
-  if (text == "yes" || text == "true" || text == "1") return true;
-  if (text == "no" || text == "false" || text == "0") return false;
-  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
-}
 
 }  // namespace
 

@@ -172,8 +172,8 @@ void Info(CommandContext& ctx) {
   auto want = [&](std::string_view section) {
     if (all) return true;
     for (size_t i = 1; i < ctx.args.size(); ++i) {
-      if (EqualsLower(ctx.args[i], section) || EqualsLower(ctx.args[i], "all") ||
-          EqualsLower(ctx.args[i], "everything") || EqualsLower(ctx.args[i], "default")) {
+      if (EqualsIgnoreCase(ctx.args[i], section) || EqualsIgnoreCase(ctx.args[i], "all") ||
+          EqualsIgnoreCase(ctx.args[i], "everything") || EqualsIgnoreCase(ctx.args[i], "default")) {
         return true;
       }
     }
