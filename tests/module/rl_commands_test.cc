@@ -340,8 +340,7 @@ TEST(RlLoadTest, BadLoadArgumentsRefuseToStart) {
       // rl-server's reader and its guards: a directory is not read as an empty file, and
       // non-ASCII outside a string never reaches toml++.
       {"POLICIES " + ::testing::TempDir(), "is a directory, not a TOML file"},
-      {"POLICIES " + non_ascii.path(),
-       "non-ASCII character outside a quoted string or comment"},
+      {"POLICIES " + non_ascii.path(), "non-ASCII character outside a quoted string or comment"},
       {"POLICIES",
        "rl: unknown load argument 'POLICIES' (usage: [POLICIES /path/rl.toml] [MAXMEMORY-SHARE "
        "0.8] [MAX-KEYS n] [OVERFLOW fail-open|fail-closed])"},
