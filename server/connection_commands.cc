@@ -266,6 +266,63 @@ void Reset(CommandContext& ctx) {
   ctx.w.SimpleString("RESET");
 }
 
+// CLIENT and its subcommands, with Redis's HELP wording.
+CommandSpec ClientRow(std::string_view g) {
+  CommandSpec client =
+      Row(g, "client", -2, 0, nullptr, "A container for client commands.", "2.4.0");
+  client.subcommands.push_back(Row(g, "client|setname", 3, kCmdFast, ClientSetName,
+                                   "Sets the connection name.", "2.6.9",
+                                   {Arg("connection-name", "string")}));
+  client.subcommands.push_back(Row(g, "client|getname", 2, kCmdFast, ClientGetName,
+                                   "Returns the name of the connection.", "2.6.9"));
+  client.subcommands.push_back(Row(g, "client|id", 2, kCmdFast, ClientId,
+                                   "Returns the unique client ID of the connection.", "5.0.0"));
+  client.subcommands.push_back(
+      Row(g, "client|setinfo", 4, kCmdFast, ClientSetInfo,
+          "Sets information specific to the client or connection.", "7.2.0",
+          {ArgDoc{"attr",
+                  "oneof",
+                  "",
+                  0,
+                  {Arg("libname", "string", 0, "LIB-NAME"), Arg("libver", "string", 0, "LIB-VER")}},
+           Arg("value", "string")}));
+  client.subcommands.push_back(Row(g, "client|info", 2, kCmdFast, ClientInfo,
+                                   "Returns information about the connection.", "6.2.0"));
+  client.subcommands.push_back(
+      Row(g, "client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
+          {Arg("client-type", "string", kArgOptional, "TYPE"),
+           Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
+  client.subcommands.push_back(Row(g, "client|no-evict", 3, kCmdFast, ClientOk,
+                                   "Accepted for compatibility; no effect.", "7.0.0",
+                                   {Arg("enabled", "string")}));
+  client.subcommands.push_back(Row(g, "client|no-touch", 3, kCmdFast, ClientOk,
+                                   "Accepted for compatibility; no effect.", "7.2.0",
+                                   {Arg("enabled", "string")}));
+  client.subcommands.push_back(Row(g, "client|help", 2, kCmdFast, WriteHelp,
+                                   "Returns helpful text about the different subcommands.",
+                                   "5.0.0"));
+  // CLIENT HELP in Redis's words (the usage when it reads better than the generated one).
+  static constexpr std::string_view kHelp[][3] = {
+      {"client|setname", "SETNAME <name>", "Assign the name <name> to the current connection."},
+      {"client|getname", "", "Return the name of the current connection."},
+      {"client|id", "", "Return the ID of the current connection."},
+      {"client|setinfo", "SETINFO <LIB-NAME|LIB-VER> <value>",
+       "Set client library name or version."},
+      {"client|info", "", "Return information about the current client connection."},
+      {"client|list", "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+       "Return information about client connections (all of them unless filtered)."},
+      {"client|no-evict", "NO-EVICT (ON|OFF)", ""},
+      {"client|no-touch", "NO-TOUCH (ON|OFF)", ""}};
+  for (CommandSpec& sub : client.subcommands) {
+    for (const auto& [name, usage, text] : kHelp) {
+      if (sub.name != name) continue;
+      sub.help_usage = usage;
+      sub.help_summary = text;
+    }
+  }
+  return client;
+}
+
 }  // namespace
 
 void AddConnectionCommands(std::vector<CommandSpec>* rows) {
@@ -294,61 +351,7 @@ void AddConnectionCommands(std::vector<CommandSpec>* rows) {
   rows->push_back(Row(g, "select", 2, kCmdFast, Select,
                       "Changes the selected database (only 0 exists).", "1.0.0",
                       {Arg("index", "integer")}));
-  {
-    CommandSpec client =
-        Row(g, "client", -2, 0, nullptr, "A container for client commands.", "2.4.0");
-    client.subcommands.push_back(Row(g, "client|setname", 3, kCmdFast, ClientSetName,
-                                     "Sets the connection name.", "2.6.9",
-                                     {Arg("connection-name", "string")}));
-    client.subcommands.push_back(Row(g, "client|getname", 2, kCmdFast, ClientGetName,
-                                     "Returns the name of the connection.", "2.6.9"));
-    client.subcommands.push_back(Row(g, "client|id", 2, kCmdFast, ClientId,
-                                     "Returns the unique client ID of the connection.", "5.0.0"));
-    client.subcommands.push_back(Row(
-        g, "client|setinfo", 4, kCmdFast, ClientSetInfo,
-        "Sets information specific to the client or connection.", "7.2.0",
-        {ArgDoc{"attr",
-                "oneof",
-                "",
-                0,
-                {Arg("libname", "string", 0, "LIB-NAME"), Arg("libver", "string", 0, "LIB-VER")}},
-         Arg("value", "string")}));
-    client.subcommands.push_back(Row(g, "client|info", 2, kCmdFast, ClientInfo,
-                                     "Returns information about the connection.", "6.2.0"));
-    client.subcommands.push_back(
-        Row(g, "client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
-            {Arg("client-type", "string", kArgOptional, "TYPE"),
-             Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
-    client.subcommands.push_back(Row(g, "client|no-evict", 3, kCmdFast, ClientOk,
-                                     "Accepted for compatibility; no effect.", "7.0.0",
-                                     {Arg("enabled", "string")}));
-    client.subcommands.push_back(Row(g, "client|no-touch", 3, kCmdFast, ClientOk,
-                                     "Accepted for compatibility; no effect.", "7.2.0",
-                                     {Arg("enabled", "string")}));
-    client.subcommands.push_back(Row(g, "client|help", 2, kCmdFast, WriteHelp,
-                                     "Returns helpful text about the different subcommands.",
-                                     "5.0.0"));
-    // CLIENT HELP in Redis's words (the usage when it reads better than the generated one).
-    static constexpr std::string_view kHelp[][3] = {
-        {"client|setname", "SETNAME <name>", "Assign the name <name> to the current connection."},
-        {"client|getname", "", "Return the name of the current connection."},
-        {"client|id", "", "Return the ID of the current connection."},
-        {"client|setinfo", "SETINFO <LIB-NAME|LIB-VER> <value>",
-         "Set client library name or version."},
-        {"client|info", "", "Return information about the current client connection."},
-        {"client|list", "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
-         "Return information about client connections (all of them unless filtered)."},
-        {"client|no-evict", "NO-EVICT (ON|OFF)", ""},
-        {"client|no-touch", "NO-TOUCH (ON|OFF)", ""}};
-    for (CommandSpec& sub : client.subcommands) {
-      for (const auto& [name, usage, text] : kHelp) {
-        if (sub.name != name) continue;
-        sub.help_usage = usage;
-        sub.help_summary = text;
-      }
-    }
-    rows->push_back(std::move(client));
-  }
+  rows->push_back(ClientRow(g));
   // QUIT and RESET run at once inside MULTI, as in Redis.
   rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale | kCmdNoQueue,
                       Quit, "Closes the connection.", "1.0.0"));
