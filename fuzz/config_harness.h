@@ -1,5 +1,6 @@
-// rl-server's TOML config loader on arbitrary text (LoadConfigText, LoadPoliciesText: what
-// --config and SIGHUP read once the file's bytes are in). Checked on every input:
+// rl's TOML reader on arbitrary text: rl-server's LoadConfigText (what --config reads once the
+// file's bytes are in) and command::ReadPoliciesText (SIGHUP's reload and rl.so's POLICIES file,
+// the one [policies] reader). Checked on every input:
 // - never an exception or a crash, whatever the TOML;
 // - an accepted file leaves every numeric setting inside its range, each value written back as
 //   a user would type it parses to itself, and the cross-setting checks run;
@@ -13,6 +14,7 @@
 
 #include "config.h"
 #include "fuzz_check.h"
+#include "rl/command/toml_file.h"
 #include "rl/limit.h"
 
 namespace rl::fuzz {
@@ -28,7 +30,7 @@ inline void RunConfig(std::string_view input) {
     FUZZ_CHECK(*again == v);
   }
   (void)server::CheckConfig(config);
-  auto policies = server::LoadPoliciesText(input, "fuzz.toml");
+  auto policies = command::ReadPoliciesText(input, "fuzz.toml");
   FUZZ_CHECK(policies.ok());
   FUZZ_CHECK(*policies == config.policies);
   for (const auto& [name, spec] : config.policies) {

@@ -1,12 +1,11 @@
 // rl.so's policies (see policies.h).
 #include "policies.h"
 
-#include <toml++/toml.h>
-
 #include <map>
 #include <mutex>
 #include <utility>
 
+#include "rl/command/toml_file.h"
 #include "rl/policy_registry.h"
 
 namespace rl::module {
@@ -35,31 +34,19 @@ ModulePolicies& Policies() {
   return policies;
 }
 
+// The same reader as rl-server's (its file checks and its guard against toml++'s non-ASCII
+// trouble), then every spec parsed before any is registered.
 absl::Status ModulePolicies::LoadFile(const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& err) {
-    return absl::InvalidArgumentError(path + ":" + std::to_string(err.source().begin.line) + ": " +
-                                      std::string(err.description()));
-  }
+  absl::StatusOr<command::PolicyTexts> texts = command::ReadPoliciesFile(path);
+  if (!texts.ok()) return texts.status();
   std::vector<Policy> policies;
-  if (const toml::node* node = root.get("policies"); node != nullptr) {
-    const toml::table* table = node->as_table();
-    if (table == nullptr) return absl::InvalidArgumentError("[policies] must be a table");
-    for (const auto& [key, value] : *table) {
-      std::optional<std::string> spec = value.value<std::string>();
-      if (!spec) {
-        return absl::InvalidArgumentError("policy '" + std::string(key.str()) +
-                                          "' must be a string such as \"GCRA 100 1m\"");
-      }
-      absl::StatusOr<Policy> policy = ParsePolicy(key.str(), std::string_view(*spec));
-      if (!policy.ok()) {
-        return absl::InvalidArgumentError("policy '" + std::string(key.str()) +
-                                          "': " + std::string(policy.status().message()));
-      }
-      policies.push_back(*std::move(policy));
+  for (const auto& [name, spec] : *texts) {
+    absl::StatusOr<Policy> policy = ParsePolicy(name, std::string_view(spec));
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError("policy '" + name +
+                                        "': " + std::string(policy.status().message()));
     }
+    policies.push_back(*std::move(policy));
   }
   for (Policy& policy : policies) {
     if (absl::Status s = Global().registry.Set(std::move(policy)); !s.ok()) return s;

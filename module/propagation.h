@@ -1,6 +1,6 @@
 // Whether a state change has anyone downstream to reach. Replicating RL.SETSTATE costs an
 // encoding of the state plus, inside RedisModule_Replicate, a command-table lookup and a handful
-// of allocations: about a fifth of an RL.CHECK's instructions. Redis itself drops a propagated
+// of allocations: a large share of an RL.CHECK's cost. Redis itself drops a propagated
 // command unseen when nothing can receive it (server.c, shouldPropagate: no AOF, and no replica
 // and no replication backlog, or this node is a replica), so rl.so builds the effect only when
 // something may receive it; otherwise it calls RedisModule_ReplicateVerbatim, which only counts

@@ -1,9 +1,9 @@
 // The limiter's clock on rl-server: while a command runs on an I/O thread, `now` is the steady
 // time that thread has just read for its command latency (the end of the previous command or the
 // start of the batch: at most this command's parsing earlier), so a pipelined RL.CHECK does not
-// read the clock a second time (a clock read is ~2% of a check's server CPU, issue 15; PING pays
-// only the latency one). Anywhere else (timers, sweeps, other threads) it reads its base clock.
-// Only over rl::SteadyClock, whose time is the same std::chrono::steady_clock the latency
+// read the clock a second time (a clock read is a visible share of a check's server CPU; PING
+// pays only the latency one). Anywhere else (timers, sweeps, other threads) it reads its base
+// clock. Only over rl::SteadyClock, whose time is the same std::chrono::steady_clock the latency
 // histogram reads; a test's ManualClock or the DEBUG clock is used as it is (InstallCommandClock).
 #pragma once
 

@@ -52,35 +52,6 @@ void WriteArg(resp::Writer& w, const ArgDoc& arg) {
   }
 }
 
-// An argument's syntax as Redis's HELP lines write it: "<name>", "TOKEN <name>", "A|B",
-// "[optional]", "x [x ...]". A named block (such as an RL <limit>) is written "<name>" and its
-// own syntax is added to *blocks once, for a line of its own.
-std::string Syntax(const ArgDoc& arg, std::vector<const ArgDoc*>* blocks) {
-  std::string text;
-  if (arg.type == "pure-token") {
-    text = arg.token;
-  } else if (arg.type == "oneof") {
-    for (const ArgDoc& child : arg.arguments) {
-      if (!text.empty()) text.append("|");
-      text.append(Syntax(child, blocks));
-    }
-  } else {
-    if (!arg.token.empty() && arg.type != "block") text.append(arg.token).append(" ");
-    text.append("<").append(arg.name).append(">");
-    if (arg.type == "block" && std::find(blocks->begin(), blocks->end(), &arg) == blocks->end()) {
-      blocks->push_back(&arg);
-    }
-  }
-  if (arg.flags & kArgMultiple) {
-    std::string one = text;
-    text.append(" [").append(one).append(" ...]");
-  }
-  if (!(arg.flags & kArgOptional)) return text;
-  std::string optional = "[";
-  optional.append(text).append("]");
-  return optional;
-}
-
 // Adds "<parent>|help" to every container that lacks one.
 void AddHelpRows(std::vector<CommandSpec>* rows) {
   for (CommandSpec& row : *rows) {
@@ -104,39 +75,30 @@ void AddHelpRows(std::vector<CommandSpec>* rows) {
   }
 }
 
+// A row with no handler is never called (a container's own row, if its arity let it through).
+const CommandSpec* Served(const CommandSpec* spec, absl::Span<const std::string_view> args,
+                          resp::Writer& w) {
+  if (spec->handler != nullptr) return spec;
+  WriteUnknownCommand(w, args);
+  return nullptr;
+}
+
 }  // namespace
 
 void WriteHelp(CommandContext& ctx) {
   const CommandSpec* parent = ctx.state.commands.Find(ctx.args[0]);
   if (parent == nullptr) return WriteSyntaxError(ctx.w);
-  auto text = [](const CommandSpec& row) {
-    std::string line = "    ";
-    if (row.handler == WriteHelp) return line.append("Print this help.");
-    return line.append(row.help_summary.empty() ? row.summary : row.help_summary);
+  auto text = [](const CommandSpec& row) -> std::string_view {
+    if (row.handler == WriteHelp) return "Print this help.";
+    return row.help_summary.empty() ? row.summary : row.help_summary;
   };
-  std::vector<std::string> lines;
-  lines.push_back(AsciiUppered(parent->name));
-  lines.back().append(" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-  if (parent->handler != nullptr) {  // runs with no subcommand too
-    lines.emplace_back("(no subcommand)");
-    lines.push_back(text(*parent));
-  }
-  std::vector<const ArgDoc*> blocks;
+  std::vector<command::HelpEntry> subs;
   for (const CommandSpec& sub : parent->subcommands) {
-    std::string line = sub.help_usage;
-    if (line.empty()) {
-      line = AsciiUppered(std::string_view(sub.name).substr(sub.name.find('|') + 1));
-      for (const ArgDoc& arg : sub.arguments) line.append(" ").append(Syntax(arg, &blocks));
-    }
-    lines.push_back(std::move(line));
-    lines.push_back(text(sub));
+    subs.push_back(command::HelpEntry{sub.name, &sub.arguments, sub.help_usage, text(sub)});
   }
-  for (size_t i = 0; i < blocks.size(); ++i) {  // Syntax may add nested blocks as it goes
-    std::string line = "<";
-    line.append(blocks[i]->name).append("> is:");
-    for (const ArgDoc& arg : blocks[i]->arguments) line.append(" ").append(Syntax(arg, &blocks));
-    lines.push_back(std::move(line));
-  }
+  // A container with a handler of its own also runs with no subcommand.
+  const std::vector<std::string> lines = command::HelpLines(
+      parent->name, parent->handler != nullptr ? text(*parent) : std::string_view(), subs);
   ctx.w.ArrayHeader(lines.size());
   for (const std::string& line : lines) ctx.w.SimpleString(line);
 }
@@ -207,7 +169,8 @@ const CommandSpec* CommandTable::Resolve(const CommandSpec* found,
     w.Error("NOAUTH Authentication required.");
     return nullptr;
   }
-  if (spec->subcommands.empty() || args.size() < 2) return spec;  // arity keeps containers at 2+
+  // Arity keeps containers at 2+.
+  if (spec->subcommands.empty() || args.size() < 2) return Served(spec, args, w);
   const CommandSpec* sub = FindSub(*spec, args[1]);
   if (sub == nullptr) {
     WriteUnknownSubcommand(w, args[1], spec->name);
@@ -217,7 +180,7 @@ const CommandSpec* CommandTable::Resolve(const CommandSpec* found,
     WriteWrongArity(w, sub->name);
     return nullptr;
   }
-  return sub;
+  return Served(sub, args, w);
 }
 
 const CommandSpec* CommandTable::FindSub(const CommandSpec& parent, std::string_view name) {
@@ -318,23 +281,5 @@ void WriteUnknownSubcommand(resp::Writer& w, std::string_view sub, std::string_v
 }
 
 void WriteSyntaxError(resp::Writer& w) { w.Error("ERR syntax error"); }
-
-bool ParseInt64(std::string_view text, int64_t* out) {
-  if (text.empty() || text.size() > 20 || text[0] == '+') return false;
-  if (text.size() > 1 && text[0] == '0') return false;
-  if (text.size() > 1 && text[0] == '-' && text[1] == '0') return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
-
-bool EqualsLower(std::string_view text, std::string_view lower_literal) {
-  if (text.size() != lower_literal.size()) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower_literal[i]) return false;
-  }
-  return true;
-}
 
 }  // namespace rl::server

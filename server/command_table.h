@@ -14,9 +14,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "resp/writer.h"
+#include "rl/ascii.h"  // ParseInt64, EqualsIgnoreCase: the handlers' argument readers
 #include "rl/command/docs.h"
 #include "rl/command/limit_cache.h"
 #include "stats.h"
+#include "text.h"
 
 namespace rl::server {
 
@@ -167,12 +169,5 @@ void WriteWrongArity(resp::Writer& w, std::string_view full_name);
 void WriteUnknownCommand(resp::Writer& w, absl::Span<const std::string_view> args);
 void WriteUnknownSubcommand(resp::Writer& w, std::string_view sub, std::string_view parent);
 void WriteSyntaxError(resp::Writer& w);
-
-// Strict decimal int64 (no spaces, no '+', no overflow), as Redis's string2ll.
-bool ParseInt64(std::string_view text, int64_t* out);
-// absl::string_view is not std::string_view in Debian's abseil: convert at the boundary.
-inline std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
-// Case-insensitive equality with a lower-case literal.
-bool EqualsLower(std::string_view text, std::string_view lower_literal);
 
 }  // namespace rl::server

@@ -2,23 +2,20 @@
 // startup and reload code: errors are values, never exceptions that escape.
 #include "config.h"
 
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <sys/stat.h>
 #include <toml++/toml.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "rl/ascii.h"
+#include "rl/command/toml_file.h"
 #include "rl/limit.h"
+#include "text.h"
 
 namespace rl::server {
 namespace {
@@ -27,8 +24,6 @@ constexpr int64_t kKiB = int64_t{1} << 10;
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int64_t kMaxBytes = int64_t{1} << 50;  // ParseMemorySize's bound: 1048576gb
-// A config file is a page of settings and policies; anything this large is a mistake.
-constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 // One row per numeric setting. The lambdas only narrow: the range was checked before.
 // clang-format off
@@ -92,15 +87,6 @@ constexpr NumericSetting kSettings[] = {
 };
 // clang-format on
 
-std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
-
-absl::StatusOr<bool> ParseYesNo(std::string_view text) {
-  std::string lower = AsciiLowered(text);
-  if (lower == "yes" || lower == "true" || lower == "1") return true;
-  if (lower == "no" || lower == "false" || lower == "0") return false;
-  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
-}
-
 bool Kept(const std::vector<std::string>& keep, std::string_view name) {
   return std::find(keep.begin(), keep.end(), name) != keep.end();
 }
@@ -136,185 +122,14 @@ absl::StatusOr<int64_t> TomlNumber(const NumericSetting& s, const toml::node& no
                                                 FormatNumericSetting(s, s.max)));
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PoliciesOf(
-    const toml::table& root) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const toml::node* node = root.get("policies");
-  if (node == nullptr) return out;
-  const toml::table* table = node->as_table();
-  if (table == nullptr) return absl::InvalidArgumentError("[policies] must be a table");
-  for (const auto& [key, value] : *table) {
-    const auto* spec = value.as_string();
-    if (spec == nullptr) {
-      return absl::InvalidArgumentError(
-          fmt::format("policy '{}' must be a string such as \"GCRA 100 1m\"", key.str()));
-    }
-    out.emplace_back(std::string(key.str()), spec->get());
-  }
-  return out;
-}
-
-// toml++ 3.3.0 (Debian's) reaches __builtin_unreachable, undefined behaviour, when it asks
-// whether a non-ASCII character such as 'Š' is whitespace (upstream issues #190 and #295, fixed
-// after 3.3.0), which it does between tokens, while it scans a bare value (a number, a date)
-// and after a line-ending backslash in a """ string. So toml++ is only ever given ASCII: in
-// "..." strings (keys and values) a non-ASCII character becomes its \uXXXX escape, the same
-// string to TOML; in comments it becomes '?'; anywhere else, and in '...' strings (which have no
-// escapes), it is refused with its line. For a valid document the quotes found here are exactly
-// its strings; for an invalid one the escapes cannot make it valid (no bare key or value holds
-// a backslash), and toml++ reports its error on ASCII. (Found by fuzz/config_fuzz.)
-absl::StatusOr<std::string> AsciiForToml(std::string_view text, std::string_view source) {
-  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
-  std::string out;
-  out.reserve(text.size());
-  size_t line = 1;
-  auto fail = [&](std::string_view what) {
-    return absl::InvalidArgumentError(fmt::format("{}:{}: {}", source, line, what));
-  };
-  size_t i = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
-  while (i < text.size()) {
-    const char c = text[i];
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      // One UTF-8 sequence, strictly (no overlong forms, no surrogates, at most U+10FFFF).
-      const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
-      const unsigned char lead = b(0);
-      const size_t n = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
-      uint32_t cp = n == 2 ? lead & 0x1F : n == 3 ? lead & 0x0F : lead & 0x07;
-      bool valid = n != 0 && lead < 0xF5 && i + n <= text.size();
-      for (size_t k = 1; valid && k < n; ++k) {
-        valid = (b(k) & 0xC0) == 0x80;
-        cp = (cp << 6) | (b(k) & 0x3F);
-      }
-      valid = valid &&
-              cp >= (n == 2   ? 0x80u
-                     : n == 3 ? 0x800u
-                              : 0x10000u) &&
-              cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
-      if (in == In::kComment) {
-        out.push_back('?');
-      } else if (!valid) {
-        return fail("invalid UTF-8");
-      } else if (in == In::kBasic || in == In::kMultiBasic) {
-        out += cp > 0xFFFF ? fmt::format("\\U{:08X}", cp) : fmt::format("\\u{:04X}", cp);
-      } else if (in == In::kCode) {
-        return fail("non-ASCII character outside a quoted string or comment");
-      } else {
-        return fail("non-ASCII character in a '...' string: write it in a \"...\" string");
-      }
-      i += valid ? n : 1;
-      continue;
-    }
-    out.push_back(c);
-    ++i;
-    if (c == '\n') ++line;
-    // The length of the run of `c` starting here (for quotes).
-    auto run = [&](char q) {
-      size_t k = i - 1;
-      while (k < text.size() && text[k] == q) ++k;
-      return k - (i - 1);
-    };
-    switch (in) {
-      case In::kCode:
-        if (c == '#') in = In::kComment;
-        if (c == '"' || c == '\'') {
-          const bool multi = run(c) >= 3;
-          if (multi) {
-            out.append(2, c);
-            i += 2;
-          }
-          in = c == '"' ? (multi ? In::kMultiBasic : In::kBasic)
-                        : (multi ? In::kMultiLiteral : In::kLiteral);
-        }
-        break;
-      case In::kComment:
-        if (c == '\n') in = In::kCode;
-        break;
-      case In::kBasic:  // an unterminated one ends at the line (toml++ stops there too)
-      case In::kMultiBasic:
-        if (c == '\\' && i < text.size()) {
-          // The escaped character as is; a non-ASCII one is an invalid escape, kept invalid.
-          if (static_cast<unsigned char>(text[i]) >= 0x80)
-            return fail("invalid escape in a string");
-          if (text[i] == '\n') ++line;
-          out.push_back(text[i++]);
-          break;
-        }
-        [[fallthrough]];
-      case In::kLiteral:
-      case In::kMultiLiteral: {
-        const bool multi = in == In::kMultiBasic || in == In::kMultiLiteral;
-        const char quote = in == In::kBasic || in == In::kMultiBasic ? '"' : '\'';
-        if (!multi && (c == quote || c == '\n')) {
-          in = In::kCode;
-        } else if (multi && c == quote && run(quote) >= 3) {
-          // Up to two quotes before the closing three belong to the string.
-          const size_t n = run(quote);
-          out.append(n - 1, quote);
-          i += n - 1;
-          in = In::kCode;
-        }
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<toml::table> ParseText(std::string_view text, std::string_view source) {
-  auto ascii = AsciiForToml(text, source);
-  if (!ascii.ok()) return ascii.status();
-  // Debian's toml++ is built with exceptions: parse errors arrive as toml::parse_error.
-  try {
-    return toml::parse(*ascii, source);
-  } catch (const toml::parse_error& err) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}: {}", source, err.source().begin.line, err.description()));
-  }
-}
-
-// Reads a whole config file. Only a regular file will do: toml++ reads a directory as an empty
-// document (a server with defaults, or a reload that drops every policy), and a FIFO would block.
-absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
-  }
-  struct stat st {};
-  absl::Status error;
-  if (::fstat(fd, &st) != 0) {
-    error = absl::InvalidArgumentError(
-        fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
-  } else if (S_ISDIR(st.st_mode)) {
-    error = absl::InvalidArgumentError(
-        fmt::format("config file {} is a directory, not a TOML file", path));
-  } else if (!S_ISREG(st.st_mode)) {
-    error = absl::InvalidArgumentError(fmt::format("config file {} is not a regular file", path));
-  } else if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
-    error = absl::InvalidArgumentError(
-        fmt::format("config file {} is too large ({} bytes)", path, st.st_size));
-  }
-  std::string content;
-  char buf[16384];
-  while (error.ok()) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = absl::InvalidArgumentError(
-          fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
-    }
-    if (n <= 0) break;
-    content.append(buf, static_cast<size_t>(n));
-    if (content.size() > kMaxConfigFileBytes) {
-      error = absl::InvalidArgumentError(fmt::format("config file {} is too large", path));
-    }
-  }
-  ::close(fd);
-  if (!error.ok()) return error;
-  return content;
-}
-
 }  // namespace
+
+absl::StatusOr<bool> ParseYesNo(std::string_view text) {
+  std::string lower = AsciiLowered(text);
+  if (lower == "yes" || lower == "true" || lower == "1") return true;
+  if (lower == "no" || lower == "false" || lower == "0") return false;
+  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
+}
 
 absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text) {
   const std::string lower = AsciiLowered(text);
@@ -453,7 +268,7 @@ bool IsLoopbackAddress(const std::string& bind) {
 
 absl::Status LoadConfigText(std::string_view text, std::string_view source,
                             const std::vector<std::string>& keep, ServerConfig* config) {
-  auto parsed = ParseText(text, source);
+  auto parsed = command::ParseToml(text, source);
   if (!parsed.ok()) return parsed.status();
   const toml::table& root = *parsed;
   auto fail = [&](std::string_view key, std::string_view message) {
@@ -509,7 +324,7 @@ absl::Status LoadConfigText(std::string_view text, std::string_view source,
       return absl::InvalidArgumentError(fmt::format("{}: unknown setting '{}'", source, key));
     }
   }
-  auto policies = PoliciesOf(root);
+  auto policies = command::PoliciesOf(root);
   if (!policies.ok()) return policies.status();
   config->policies = std::move(*policies);
   return absl::OkStatus();
@@ -517,7 +332,7 @@ absl::Status LoadConfigText(std::string_view text, std::string_view source,
 
 absl::Status LoadConfigFile(const std::string& path, const std::vector<std::string>& keep,
                             ServerConfig* config) {
-  auto text = ReadConfigFile(path);
+  auto text = command::ReadTomlFile(path);
   if (!text.ok()) return text.status();
   return LoadConfigText(*text, path, keep, config);
 }
@@ -533,16 +348,12 @@ absl::Status FinishConfig(ServerConfig* config) {
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesText(
     std::string_view text, std::string_view source) {
-  auto parsed = ParseText(text, source);
-  if (!parsed.ok()) return parsed.status();
-  return PoliciesOf(*parsed);
+  return command::ReadPoliciesText(text, source);
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
     const std::string& path) {
-  auto text = ReadConfigFile(path);
-  if (!text.ok()) return text.status();
-  return LoadPoliciesText(*text, path);
+  return command::ReadPoliciesFile(path);
 }
 
 }  // namespace rl::server

@@ -116,6 +116,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPolicies(
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadPoliciesText(
     std::string_view text, std::string_view source);
 
+// "yes" / "true" / "1" and "no" / "false" / "0" (case-insensitive), as redis.conf's booleans.
+absl::StatusOr<bool> ParseYesNo(std::string_view text);
+
 // "fail-open" / "fail-closed" (case-insensitive) -> the mode; its name back.
 absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text);
 std::string_view OverflowModeName(rl::FailureMode mode);

@@ -33,8 +33,9 @@ std::string EndpointString(const asio::ip::tcp::endpoint& ep) {
 // An HTTP request sent to the Redis port: Redis closes such connections without replying
 // (cross-protocol scripting), and so do we.
 bool LooksLikeHttp(absl::Span<const std::string_view> args) {
-  if (EqualsLower(args[0], "post") || EqualsLower(args[0], "host:")) return true;
-  return args.size() >= 2 && EqualsLower(args[0], "get") && !args[1].empty() && args[1][0] == '/';
+  if (EqualsIgnoreCase(args[0], "post") || EqualsIgnoreCase(args[0], "host:")) return true;
+  return args.size() >= 2 && EqualsIgnoreCase(args[0], "get") && !args[1].empty() &&
+         args[1][0] == '/';
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ void Echo(CommandContext& ctx) { ctx.w.Bulk(ctx.args[1]); }
 // Checks a username/password pair against requirepass. With no password configured, the
 // default user takes any password (Redis's "nopass").
 bool CheckCredentials(const ServerState& state, std::string_view user, std::string_view pass) {
-  bool user_ok = EqualsLower(user, "default");
+  bool user_ok = EqualsIgnoreCase(user, "default");
   if (state.config.requirepass.empty()) return user_ok;
   bool pass_ok = PasswordMatches(pass, state.config.requirepass);
   return user_ok && pass_ok;
@@ -91,12 +91,12 @@ void Hello(CommandContext& ctx) {
   bool has_setname = false;
   for (size_t i = 2; i < args.size(); ++i) {
     bool more = i + 1 < args.size();
-    if (EqualsLower(args[i], "auth") && i + 2 < args.size()) {
+    if (EqualsIgnoreCase(args[i], "auth") && i + 2 < args.size()) {
       if (!CheckCredentials(ctx.state, args[i + 1], args[i + 2])) return FailAuth(ctx);
       ctx.session.authenticated = true;
       ctx.session.auth_failures = 0;
       i += 2;
-    } else if (EqualsLower(args[i], "setname") && more) {
+    } else if (EqualsIgnoreCase(args[i], "setname") && more) {
       setname = args[i + 1];
       has_setname = true;
       if (!ValidClientName(setname)) {
@@ -191,10 +191,10 @@ void ClientSetInfo(CommandContext& ctx) {
         "ERR lib-name and lib-ver cannot contain spaces, newlines or special "
         "characters.");
   }
-  if (EqualsLower(ctx.args[2], "lib-name")) {
+  if (EqualsIgnoreCase(ctx.args[2], "lib-name")) {
     ctx.state.clients.Update(ctx.session,
                              [&](ClientSession& s) { s.lib_name = std::string(ctx.args[3]); });
-  } else if (EqualsLower(ctx.args[2], "lib-ver")) {
+  } else if (EqualsIgnoreCase(ctx.args[2], "lib-ver")) {
     ctx.state.clients.Update(ctx.session,
                              [&](ClientSession& s) { s.lib_ver = std::string(ctx.args[3]); });
   } else {
@@ -216,17 +216,17 @@ void ClientList(CommandContext& ctx) {
   bool none = false;  // TYPE master|replica|pubsub: no such clients here
   std::vector<uint64_t> ids;
   for (size_t i = 2; i < args.size(); ++i) {
-    if (EqualsLower(args[i], "type") && i + 1 < args.size()) {
+    if (EqualsIgnoreCase(args[i], "type") && i + 1 < args.size()) {
       std::string_view type = args[++i];
-      if (EqualsLower(type, "normal")) continue;
-      if (EqualsLower(type, "master") || EqualsLower(type, "replica") ||
-          EqualsLower(type, "slave") || EqualsLower(type, "pubsub")) {
+      if (EqualsIgnoreCase(type, "normal")) continue;
+      if (EqualsIgnoreCase(type, "master") || EqualsIgnoreCase(type, "replica") ||
+          EqualsIgnoreCase(type, "slave") || EqualsIgnoreCase(type, "pubsub")) {
         none = true;
         continue;
       }
       return ctx.w.Error(fmt::format("ERR Unknown client type '{}'", type));
     }
-    if (EqualsLower(args[i], "id") && i + 1 < args.size()) {
+    if (EqualsIgnoreCase(args[i], "id") && i + 1 < args.size()) {
       for (++i; i < args.size(); ++i) {
         int64_t id = 0;
         if (!ParseInt64(args[i], &id) || id < 1) return ctx.w.Error("ERR Invalid client ID");
@@ -266,6 +266,63 @@ void Reset(CommandContext& ctx) {
   ctx.w.SimpleString("RESET");
 }
 
+// CLIENT and its subcommands, with Redis's HELP wording.
+CommandSpec ClientRow(std::string_view g) {
+  CommandSpec client =
+      Row(g, "client", -2, 0, nullptr, "A container for client commands.", "2.4.0");
+  client.subcommands.push_back(Row(g, "client|setname", 3, kCmdFast, ClientSetName,
+                                   "Sets the connection name.", "2.6.9",
+                                   {Arg("connection-name", "string")}));
+  client.subcommands.push_back(Row(g, "client|getname", 2, kCmdFast, ClientGetName,
+                                   "Returns the name of the connection.", "2.6.9"));
+  client.subcommands.push_back(Row(g, "client|id", 2, kCmdFast, ClientId,
+                                   "Returns the unique client ID of the connection.", "5.0.0"));
+  client.subcommands.push_back(
+      Row(g, "client|setinfo", 4, kCmdFast, ClientSetInfo,
+          "Sets information specific to the client or connection.", "7.2.0",
+          {ArgDoc{"attr",
+                  "oneof",
+                  "",
+                  0,
+                  {Arg("libname", "string", 0, "LIB-NAME"), Arg("libver", "string", 0, "LIB-VER")}},
+           Arg("value", "string")}));
+  client.subcommands.push_back(Row(g, "client|info", 2, kCmdFast, ClientInfo,
+                                   "Returns information about the connection.", "6.2.0"));
+  client.subcommands.push_back(
+      Row(g, "client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
+          {Arg("client-type", "string", kArgOptional, "TYPE"),
+           Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
+  client.subcommands.push_back(Row(g, "client|no-evict", 3, kCmdFast, ClientOk,
+                                   "Accepted for compatibility; no effect.", "7.0.0",
+                                   {Arg("enabled", "string")}));
+  client.subcommands.push_back(Row(g, "client|no-touch", 3, kCmdFast, ClientOk,
+                                   "Accepted for compatibility; no effect.", "7.2.0",
+                                   {Arg("enabled", "string")}));
+  client.subcommands.push_back(Row(g, "client|help", 2, kCmdFast, WriteHelp,
+                                   "Returns helpful text about the different subcommands.",
+                                   "5.0.0"));
+  // CLIENT HELP in Redis's words (the usage when it reads better than the generated one).
+  static constexpr std::string_view kHelp[][3] = {
+      {"client|setname", "SETNAME <name>", "Assign the name <name> to the current connection."},
+      {"client|getname", "", "Return the name of the current connection."},
+      {"client|id", "", "Return the ID of the current connection."},
+      {"client|setinfo", "SETINFO <LIB-NAME|LIB-VER> <value>",
+       "Set client library name or version."},
+      {"client|info", "", "Return information about the current client connection."},
+      {"client|list", "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+       "Return information about client connections (all of them unless filtered)."},
+      {"client|no-evict", "NO-EVICT (ON|OFF)", ""},
+      {"client|no-touch", "NO-TOUCH (ON|OFF)", ""}};
+  for (CommandSpec& sub : client.subcommands) {
+    for (const auto& [name, usage, text] : kHelp) {
+      if (sub.name != name) continue;
+      sub.help_usage = usage;
+      sub.help_summary = text;
+    }
+  }
+  return client;
+}
+
 }  // namespace
 
 void AddConnectionCommands(std::vector<CommandSpec>* rows) {
@@ -294,61 +351,7 @@ void AddConnectionCommands(std::vector<CommandSpec>* rows) {
   rows->push_back(Row(g, "select", 2, kCmdFast, Select,
                       "Changes the selected database (only 0 exists).", "1.0.0",
                       {Arg("index", "integer")}));
-  {
-    CommandSpec client =
-        Row(g, "client", -2, 0, nullptr, "A container for client commands.", "2.4.0");
-    client.subcommands.push_back(Row(g, "client|setname", 3, kCmdFast, ClientSetName,
-                                     "Sets the connection name.", "2.6.9",
-                                     {Arg("connection-name", "string")}));
-    client.subcommands.push_back(Row(g, "client|getname", 2, kCmdFast, ClientGetName,
-                                     "Returns the name of the connection.", "2.6.9"));
-    client.subcommands.push_back(Row(g, "client|id", 2, kCmdFast, ClientId,
-                                     "Returns the unique client ID of the connection.", "5.0.0"));
-    client.subcommands.push_back(Row(
-        g, "client|setinfo", 4, kCmdFast, ClientSetInfo,
-        "Sets information specific to the client or connection.", "7.2.0",
-        {ArgDoc{"attr",
-                "oneof",
-                "",
-                0,
-                {Arg("libname", "string", 0, "LIB-NAME"), Arg("libver", "string", 0, "LIB-VER")}},
-         Arg("value", "string")}));
-    client.subcommands.push_back(Row(g, "client|info", 2, kCmdFast, ClientInfo,
-                                     "Returns information about the connection.", "6.2.0"));
-    client.subcommands.push_back(
-        Row(g, "client|list", -2, kCmdAdmin, ClientList, "Lists open connections.", "2.4.0",
-            {Arg("client-type", "string", kArgOptional, "TYPE"),
-             Arg("client-id", "integer", kArgOptional | kArgMultiple, "ID")}));
-    client.subcommands.push_back(Row(g, "client|no-evict", 3, kCmdFast, ClientOk,
-                                     "Accepted for compatibility; no effect.", "7.0.0",
-                                     {Arg("enabled", "string")}));
-    client.subcommands.push_back(Row(g, "client|no-touch", 3, kCmdFast, ClientOk,
-                                     "Accepted for compatibility; no effect.", "7.2.0",
-                                     {Arg("enabled", "string")}));
-    client.subcommands.push_back(Row(g, "client|help", 2, kCmdFast, WriteHelp,
-                                     "Returns helpful text about the different subcommands.",
-                                     "5.0.0"));
-    // CLIENT HELP in Redis's words (the usage when it reads better than the generated one).
-    static constexpr std::string_view kHelp[][3] = {
-        {"client|setname", "SETNAME <name>", "Assign the name <name> to the current connection."},
-        {"client|getname", "", "Return the name of the current connection."},
-        {"client|id", "", "Return the ID of the current connection."},
-        {"client|setinfo", "SETINFO <LIB-NAME|LIB-VER> <value>",
-         "Set client library name or version."},
-        {"client|info", "", "Return information about the current client connection."},
-        {"client|list", "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
-         "Return information about client connections (all of them unless filtered)."},
-        {"client|no-evict", "NO-EVICT (ON|OFF)", ""},
-        {"client|no-touch", "NO-TOUCH (ON|OFF)", ""}};
-    for (CommandSpec& sub : client.subcommands) {
-      for (const auto& [name, usage, text] : kHelp) {
-        if (sub.name != name) continue;
-        sub.help_usage = usage;
-        sub.help_summary = text;
-      }
-    }
-    rows->push_back(std::move(client));
-  }
+  rows->push_back(ClientRow(g));
   // QUIT and RESET run at once inside MULTI, as in Redis.
   rows->push_back(Row(g, "quit", -1, kCmdNoAuth | kCmdFast | kCmdLoading | kCmdStale | kCmdNoQueue,
                       Quit, "Closes the connection.", "1.0.0"));

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "rl/ascii.h"
 #include "rl/version.h"
+#include "text.h"
 
 namespace rl::server {
 namespace po = boost::program_options;
@@ -27,29 +28,16 @@ constexpr std::string_view kUsage =
     "snapshot fails (or a second signal cut the shutdown short), 2 for an unusable command line.\n"
     "\n";
 
-std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
-
-absl::StatusOr<bool> ParseYesNo(std::string text) {
-  text = AsciiLowered(text);
-  if (text == "yes" || text == "true" || text == "1") return true;
-  if (text == "no" || text == "false" || text == "0") return false;
-  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
-}
-
-}  // namespace
-
-CommandLine ParseCommandLine(int argc, char** argv) {
-  CommandLine cl;
-  ServerConfig& c = cl.config;
-  const ServerConfig defaults;
+// The flags that are read as text and checked after parsing (see the file's comment).
+struct FlagTexts {
   std::string protected_mode = "yes";
   std::string overflow = "fail-open";
   std::string debug_command = "no";
   std::map<std::string, std::string> numbers;  // flag name -> text as typed
-  for (const NumericSetting& s : NumericSettings()) {
-    numbers[std::string(s.name)] = FormatNumericSetting(s, s.get(defaults));
-  }
-  po::options_description desc("Options");
+};
+
+void AddFlags(po::options_description& desc, FlagTexts& t, CommandLine& cl) {
+  ServerConfig& c = cl.config;
   auto add = desc.add_options();
   add("help,h", "print this help and exit");
   add("version,v", "print the version and exit");
@@ -77,7 +65,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
                                 "quiet",
                                 "check-config"}) {
     if (const NumericSetting* s = FindNumericSetting(name)) {
-      std::string& text = numbers[std::string(name)];
+      std::string& text = t.numbers[std::string(name)];
       add(std::string(name).c_str(), po::value<std::string>(&text)->default_value(text),
           std::string(s->help).c_str());
     } else if (name == "bind") {
@@ -91,11 +79,11 @@ CommandLine ParseCommandLine(int argc, char** argv) {
       add("config", po::value<std::string>(&c.config_file),
           "TOML file with settings and a [policies] table; SIGHUP reloads its policies");
     } else if (name == "overflow") {
-      add("overflow", po::value<std::string>(&overflow)->default_value("fail-open"),
+      add("overflow", po::value<std::string>(&t.overflow)->default_value("fail-open"),
           "fail-open|fail-closed: new keys when --max-keys/--max-memory is reached and every "
           "state is too used to evict safely: allowed uncounted, or denied with a retry-after");
     } else if (name == "protected-mode") {
-      add("protected-mode", po::value<std::string>(&protected_mode)->default_value("yes"),
+      add("protected-mode", po::value<std::string>(&t.protected_mode)->default_value("yes"),
           "yes|no: refuse a non-loopback --bind without --requirepass");
     } else if (name == "snapshot") {
       add("snapshot", po::value<std::string>(&c.snapshot_file),
@@ -106,7 +94,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
           "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
           "start empty)");
     } else if (name == "enable-debug-command") {
-      add("enable-debug-command", po::value<std::string>(&debug_command)->default_value("no"),
+      add("enable-debug-command", po::value<std::string>(&t.debug_command)->default_value("no"),
           "no|yes|local: allow DEBUG (moves the server's clock, for tests; never in production) "
           "to no client, every client, or clients on this machine");
     } else if (name == "quiet") {
@@ -120,9 +108,55 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   for (const NumericSetting& s : NumericSettings()) {  // one left out of the list above
     std::string name(s.name);
     if (desc.find_nothrow(name, false) != nullptr) continue;
-    add(name.c_str(), po::value<std::string>(&numbers[name])->default_value(numbers[name]),
+    add(name.c_str(), po::value<std::string>(&t.numbers[name])->default_value(t.numbers[name]),
         std::string(s.help).c_str());
   }
+}
+
+// The flags typed on the command line into `c`; errors name the flag.
+absl::Status ApplyFlags(const po::variables_map& vm, FlagTexts& t, ServerConfig& c) {
+  for (const NumericSetting& s : NumericSettings()) {
+    std::string name(s.name);
+    if (vm[name].defaulted()) continue;  // the file may still set it
+    auto value = ParseNumericSetting(s, t.numbers[name]);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--{}: {}", name, ToStd(value.status().message())));
+    }
+    s.set(c, *value);
+  }
+  auto pm = ParseYesNo(t.protected_mode);
+  if (!pm.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--protected-mode: {}", ToStd(pm.status().message())));
+  }
+  c.protected_mode = *pm;
+  auto om = ParseOverflowMode(t.overflow);
+  if (!om.ok()) {
+    return absl::InvalidArgumentError(fmt::format("--overflow: {}", ToStd(om.status().message())));
+  }
+  c.overflow = *om;
+  auto dm = ParseDebugCommandMode(t.debug_command);
+  if (!dm.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--enable-debug-command: {}", ToStd(dm.status().message())));
+  }
+  c.enable_debug_command = *dm;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CommandLine ParseCommandLine(int argc, char** argv) {
+  CommandLine cl;
+  ServerConfig& c = cl.config;
+  const ServerConfig defaults;
+  FlagTexts t;
+  for (const NumericSetting& s : NumericSettings()) {
+    t.numbers[std::string(s.name)] = FormatNumericSetting(s, s.get(defaults));
+  }
+  po::options_description desc("Options");
+  AddFlags(desc, t, cl);
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -149,24 +183,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     cl.exit_code = 1;
     return cl;
   };
-  for (const NumericSetting& s : NumericSettings()) {
-    std::string name(s.name);
-    if (vm[name].defaulted()) continue;  // the file may still set it
-    auto value = ParseNumericSetting(s, numbers[name]);
-    if (!value.ok()) return fail(fmt::format("--{}: {}", name, ToStd(value.status().message())));
-    s.set(c, *value);
-  }
-  auto pm = ParseYesNo(protected_mode);
-  if (!pm.ok()) return fail(fmt::format("--protected-mode: {}", ToStd(pm.status().message())));
-  c.protected_mode = *pm;
-  auto om = ParseOverflowMode(overflow);
-  if (!om.ok()) return fail(fmt::format("--overflow: {}", ToStd(om.status().message())));
-  c.overflow = *om;
-  auto dm = ParseDebugCommandMode(debug_command);
-  if (!dm.ok()) {
-    return fail(fmt::format("--enable-debug-command: {}", ToStd(dm.status().message())));
-  }
-  c.enable_debug_command = *dm;
+  if (absl::Status st = ApplyFlags(vm, t, c); !st.ok()) return fail(ToStd(st.message()));
 
   // Flags typed on the command line win over the file (now and on every reload).
   for (const auto& [name, value] : vm) {

@@ -47,24 +47,18 @@ std::string EscapeLabelValue(std::string_view value) {
   return out;
 }
 
-std::string RenderMetrics(const ServerState& st) {
-  CheckCounters checks;
-  LatencySnapshot latency;
-  uint64_t commands = 0;
-  for (const auto& ws : st.worker_stats) {
-    commands += ws->commands();
-    ws->AddTo(&checks);
-    ws->AddLatency(&latency);
-  }
+namespace {
+
+// The per-policy check counters, by kind (inline limits, CL.THROTTLE, each policy).
+void RenderChecks(std::string* page, const CheckCounters& checks) {
+  std::string& out = *page;
+  auto o = std::back_inserter(out);
   // Policies in name order, for a stable page.
   std::vector<const std::pair<const std::string, PolicyCounters>*> policies;
   policies.reserve(checks.per_policy.size());
   for (const auto& entry : checks.per_policy) policies.push_back(&entry);
   std::sort(policies.begin(), policies.end(),
             [](const auto* a, const auto* b) { return a->first < b->first; });
-  std::string out;
-  auto o = std::back_inserter(out);
-
   struct PerPolicy {
     std::string_view name, help;
     uint64_t PolicyCounters::*field;
@@ -91,7 +85,11 @@ std::string RenderMetrics(const ServerState& st) {
                      EscapeLabelValue(row->first), row->second.*m.field);
     }
   }
+}
 
+// The limiter's states and the server's connections and commands.
+void RenderServer(std::string* page, const ServerState& st, uint64_t commands) {
+  std::string& out = *page;
   rl::LimiterStats ls = st.limiter->Stats();
   Family(&out, "rl_keys", "gauge", "Live limiter states.");
   Sample(&out, "rl_keys", ls.keys);
@@ -128,7 +126,11 @@ std::string RenderMetrics(const ServerState& st) {
   Sample(&out, "rl_commands_processed_total", commands);
   Family(&out, "rl_uptime_seconds", "gauge", "Seconds since the server started.");
   Sample(&out, "rl_uptime_seconds", (st.clock->NowMs() - st.start_steady_ms) / 1000);
+}
 
+void RenderLatency(std::string* page, const LatencySnapshot& latency) {
+  std::string& out = *page;
+  auto o = std::back_inserter(out);
   Family(&out, "rl_command_duration_seconds", "histogram",
          "Command processing time (parsing and execution, without network I/O) by family: rl = "
          "RL.* and CL.THROTTLE.");
@@ -148,7 +150,11 @@ std::string RenderMetrics(const ServerState& st) {
     fmt::format_to(o, "rl_command_duration_seconds_count{{family=\"{}\"}} {}\n", kFamilyNames[f],
                    cumulative);
   }
+}
 
+void RenderReloads(std::string* page, const ServerState& st) {
+  std::string& out = *page;
+  auto o = std::back_inserter(out);
   // As Prometheus's own prometheus_config_last_reload_successful: 1 until a reload fails.
   const ReloadStatus reload = st.reloads.Get();
   Family(&out, "rl_config_last_reload_successful", "gauge",
@@ -167,7 +173,10 @@ std::string RenderMetrics(const ServerState& st) {
          "The last SIGHUP reload's status (none, ok, error) and message, as labels.");
   fmt::format_to(o, "rl_config_last_reload_info{{status=\"{}\",message=\"{}\"}} 1\n", reload.last,
                  EscapeLabelValue(reload.message));
+}
 
+void RenderSnapshots(std::string* page, const ServerState& st) {
+  std::string& out = *page;
   PersistenceStats ps;
   if (st.snapshotter != nullptr) ps = st.snapshotter->Stats();
   Family(&out, "rl_snapshot_enabled", "gauge", "1 when --snapshot is set.");
@@ -187,6 +196,25 @@ std::string RenderMetrics(const ServerState& st) {
   Sample(&out, "rl_snapshot_last_save_bytes", ps.last_save_bytes);
   Family(&out, "rl_snapshot_load_keys", "gauge", "States restored from the snapshot at start.");
   Sample(&out, "rl_snapshot_load_keys", ps.load_keys);
+}
+
+}  // namespace
+
+std::string RenderMetrics(const ServerState& st) {
+  CheckCounters checks;
+  LatencySnapshot latency;
+  uint64_t commands = 0;
+  for (const auto& ws : st.worker_stats) {
+    commands += ws->commands();
+    ws->AddTo(&checks);
+    ws->AddLatency(&latency);
+  }
+  std::string out;
+  RenderChecks(&out, checks);
+  RenderServer(&out, st, commands);
+  RenderLatency(&out, latency);
+  RenderReloads(&out, st);
+  RenderSnapshots(&out, st);
   return out;
 }
 

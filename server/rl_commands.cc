@@ -199,17 +199,38 @@ void PolicyHelp(CommandContext& ctx) {
   command::RunHelp(ctx.w, *command::FindRlCommandDoc("rl.policy"));
 }
 
-Handler HandlerFor(std::string_view name) {
-  static constexpr std::pair<std::string_view, Handler> kHandlers[] = {
-      {"rl.check", Check},           {"rl.peek", Peek},
-      {"rl.reset", Reset},           {"cl.throttle", Throttle},
-      {"rl.refund", Refund},         {"rl.charge", Charge},
-      {"rl.acquire", Acquire},       {"rl.release", Release},
-      {"rl.policy|set", PolicySet},  {"rl.policy|get", PolicyGet},
-      {"rl.policy|del", PolicyDel},  {"rl.policy|list", PolicyList},
-      {"rl.policy|help", PolicyHelp}};
-  for (const auto& [n, h] : kHandlers) {
-    if (n == name) return h;
+// No default: -Wswitch (an error here) names a row this server does not serve.
+Handler HandlerFor(command::CommandId id) {
+  using command::CommandId;
+  switch (id) {
+    case CommandId::kCheck:
+      return Check;
+    case CommandId::kPeek:
+      return Peek;
+    case CommandId::kReset:
+      return Reset;
+    case CommandId::kRefund:
+      return Refund;
+    case CommandId::kCharge:
+      return Charge;
+    case CommandId::kAcquire:
+      return Acquire;
+    case CommandId::kRelease:
+      return Release;
+    case CommandId::kPolicy:
+      return nullptr;  // a container: the table dispatches to its subcommands
+    case CommandId::kPolicySet:
+      return PolicySet;
+    case CommandId::kPolicyGet:
+      return PolicyGet;
+    case CommandId::kPolicyDel:
+      return PolicyDel;
+    case CommandId::kPolicyList:
+      return PolicyList;
+    case CommandId::kPolicyHelp:
+      return PolicyHelp;
+    case CommandId::kThrottle:
+      return Throttle;
   }
   return nullptr;
 }
@@ -220,10 +241,9 @@ uint32_t FlagsFor(uint32_t doc_flags) {
          ((doc_flags & command::kDocFast) ? kCmdFast : 0u);
 }
 
-// A command table row from the shared docs, with this server's handler. RL.POLICY HELP stays
-// the shared command::HelpLines (its handler above), so both front ends print the same help.
+// A command table row from the shared docs, with this server's handler.
 CommandSpec RowFrom(const command::CommandDoc& doc) {
-  CommandSpec spec = Row("rl", doc.name, doc.arity, FlagsFor(doc.flags), HandlerFor(doc.name),
+  CommandSpec spec = Row("rl", doc.name, doc.arity, FlagsFor(doc.flags), HandlerFor(doc.id),
                          doc.summary, doc.since, doc.arguments);
   spec.first_key = doc.first_key;
   spec.complexity = doc.complexity;

@@ -166,14 +166,45 @@ void AppendReloadInfo(const ReloadStatus& r, std::string* out) {
                  r.last, r.last_wall_ms / 1000, message, r.ok, r.failed, pending);
 }
 
+// INFO's "# Server" section, with the config reload fields.
+void InfoServer(const ServerState& st, std::string* page) {
+  std::string& out = *page;
+  auto o = std::back_inserter(out);
+  int64_t uptime_s = (st.clock->NowMs() - st.start_steady_ms) / 1000;
+  fmt::format_to(o,
+                 "# Server\r\nredis_version:{}\r\nrl_version:{}\r\nredis_mode:standalone\r\n"
+                 "os:Linux\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\n"
+                 "run_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\n"
+                 "io_threads_active:{}\r\nexecutable:rl-server\r\nconfig_file:{}\r\n\r\n",
+                 kRedisCompatVersion, RL_VERSION_STRING, getpid(), st.run_id, st.port, uptime_s,
+                 uptime_s / 86400, st.config.threads, st.config.config_file);
+  out.resize(out.size() - 2);  // the reload fields belong to this section
+  AppendReloadInfo(st.reloads.Get(), &out);
+  out += "\r\n";
+}
+
+void InfoClients(const ServerState& st, std::string* page) {
+  std::string& out = *page;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o,
+                 "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n"
+                 "client_output_limit:{}\r\nclients_query_buffer_bytes:{}\r\n"
+                 "client_query_buffer_total:{}\r\nclient_query_buffer_limit:{}\r\n"
+                 "proto_max_bulk_len:{}\r\n\r\n",
+                 st.global.connected_clients.load(), st.config.maxclients,
+                 st.config.client_output_limit, st.global.client_query_bytes.load(),
+                 st.config.client_query_total, st.config.client_query_limit,
+                 st.config.proto_max_bulk_len);
+}
+
 void Info(CommandContext& ctx) {
   ServerState& st = ctx.state;
   bool all = ctx.args.size() == 1;
   auto want = [&](std::string_view section) {
     if (all) return true;
     for (size_t i = 1; i < ctx.args.size(); ++i) {
-      if (EqualsLower(ctx.args[i], section) || EqualsLower(ctx.args[i], "all") ||
-          EqualsLower(ctx.args[i], "everything") || EqualsLower(ctx.args[i], "default")) {
+      if (EqualsIgnoreCase(ctx.args[i], section) || EqualsIgnoreCase(ctx.args[i], "all") ||
+          EqualsIgnoreCase(ctx.args[i], "everything") || EqualsIgnoreCase(ctx.args[i], "default")) {
         return true;
       }
     }
@@ -181,30 +212,8 @@ void Info(CommandContext& ctx) {
   };
   std::string out;
   auto o = std::back_inserter(out);
-  int64_t uptime_s = (st.clock->NowMs() - st.start_steady_ms) / 1000;
-  if (want("server")) {
-    fmt::format_to(o,
-                   "# Server\r\nredis_version:{}\r\nrl_version:{}\r\nredis_mode:standalone\r\n"
-                   "os:Linux\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\n"
-                   "run_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\n"
-                   "io_threads_active:{}\r\nexecutable:rl-server\r\nconfig_file:{}\r\n\r\n",
-                   kRedisCompatVersion, RL_VERSION_STRING, getpid(), st.run_id, st.port, uptime_s,
-                   uptime_s / 86400, st.config.threads, st.config.config_file);
-    out.resize(out.size() - 2);  // the reload fields belong to this section
-    AppendReloadInfo(st.reloads.Get(), &out);
-    out += "\r\n";
-  }
-  if (want("clients")) {
-    fmt::format_to(o,
-                   "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n"
-                   "client_output_limit:{}\r\nclients_query_buffer_bytes:{}\r\n"
-                   "client_query_buffer_total:{}\r\nclient_query_buffer_limit:{}\r\n"
-                   "proto_max_bulk_len:{}\r\n\r\n",
-                   st.global.connected_clients.load(), st.config.maxclients,
-                   st.config.client_output_limit, st.global.client_query_bytes.load(),
-                   st.config.client_query_total, st.config.client_query_limit,
-                   st.config.proto_max_bulk_len);
-  }
+  if (want("server")) InfoServer(st, &out);
+  if (want("clients")) InfoClients(st, &out);
   rl::LimiterStats ls = st.limiter->Stats();
   if (want("memory")) {
     int64_t rss = ResidentBytes();

@@ -49,11 +49,9 @@ uint64_t Snapshotter::TotalCommands() const {
   return n;
 }
 
-absl::Status Snapshotter::Load() {
-  const std::string& path = state_->config.snapshot_file;
-  if (path.empty()) return absl::OkStatus();
-  // Before reading or writing anything: a second server on the same file refuses to start
-  // rather than interleave its saves with ours.
+// Before reading or writing anything: a second server on the same file refuses to start
+// rather than interleave its saves with ours.
+absl::Status Snapshotter::PrepareToLoad(const std::string& path) {
   // A lock file that cannot be created (a read-only directory) only warns: saves there fail
   // anyway, so no second server can write the file either.
   if (absl::Status locked = file_lock_.Acquire(path); absl::IsFailedPrecondition(locked)) {
@@ -71,6 +69,33 @@ absl::Status Snapshotter::Load() {
     Log(fmt::format("warning: cannot write to {} ({}): snapshots will fail", dir,
                     std::strerror(errno)));
   }
+  return absl::OkStatus();
+}
+
+// A snapshot that cannot be loaded: start empty (its file moved aside), or refuse to start with
+// --snapshot-strict.
+absl::Status Snapshotter::LoadFailed(const std::string& path, const absl::Status& st, bool opened) {
+  std::string message = fmt::format("cannot load snapshot {}: {}", path, ToStd(st.message()));
+  {
+    absl::MutexLock lock(&stats_mu_);
+    stats_.load_status = "error";
+    stats_.load_error = message;
+  }
+  if (state_->config.snapshot_strict) {
+    return absl::DataLossError(fmt::format("{} (--snapshot-strict: refusing to start)", message));
+  }
+  // Keep the evidence: the next save would otherwise overwrite it.
+  std::string aside = path + ".bad";
+  bool moved = opened && ::rename(path.c_str(), aside.c_str()) == 0;
+  Log(fmt::format("{}; starting empty{}", message,
+                  moved ? fmt::format(" (the file was moved to {})", aside) : ""));
+  return absl::OkStatus();
+}
+
+absl::Status Snapshotter::Load() {
+  const std::string& path = state_->config.snapshot_file;
+  if (path.empty()) return absl::OkStatus();
+  if (absl::Status ready = PrepareToLoad(path); !ready.ok()) return ready;
   auto started = std::chrono::steady_clock::now();
   int64_t cpu_started = ThreadCpuUs();
   MappedFile file;
@@ -88,23 +113,7 @@ absl::Status Snapshotter::Load() {
   int64_t read_us = MicrosSince(started);
   uint64_t in_file = 0;  // what the engine found, not what the header claims
   if (st.ok()) st = state_->limiter->ImportState(snap.state, &in_file);
-  if (!st.ok()) {
-    std::string message = fmt::format("cannot load snapshot {}: {}", path, ToStd(st.message()));
-    {
-      absl::MutexLock lock(&stats_mu_);
-      stats_.load_status = "error";
-      stats_.load_error = message;
-    }
-    if (state_->config.snapshot_strict) {
-      return absl::DataLossError(fmt::format("{} (--snapshot-strict: refusing to start)", message));
-    }
-    // Keep the evidence: the next save would otherwise overwrite it.
-    std::string aside = path + ".bad";
-    bool moved = opened && ::rename(path.c_str(), aside.c_str()) == 0;
-    Log(fmt::format("{}; starting empty{}", message,
-                    moved ? fmt::format(" (the file was moved to {})", aside) : ""));
-    return absl::OkStatus();
-  }
+  if (!st.ok()) return LoadFailed(path, st, opened);
   for (rl::Policy& policy : restore) {
     absl::Status ps = state_->policies.SetRuntime(std::move(policy));
     if (!ps.ok()) Log(fmt::format("snapshot policy skipped: {}", ToStd(ps.message())));

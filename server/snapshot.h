@@ -76,6 +76,9 @@ class Snapshotter {
   void Loop();
   uint64_t TotalCommands() const;
   void Log(std::string_view message) const;
+  // Load's steps: the lock and leftovers before reading, and what a failed load does.
+  absl::Status PrepareToLoad(const std::string& path);
+  absl::Status LoadFailed(const std::string& path, const absl::Status& st, bool opened);
 
   ServerState* state_;
   SnapshotLock file_lock_;  // held from Load until destroyed

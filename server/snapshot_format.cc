@@ -9,6 +9,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "text.h"
+
 namespace rl::server {
 namespace {
 
@@ -56,8 +58,6 @@ class Reader {
   std::string_view data_;
   size_t pos_ = 0;
 };
-
-std::string_view ToStd(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 }  // namespace
 

@@ -29,6 +29,54 @@ absl::StatusOr<int64_t> ParseMaxWait(std::string_view text) {
 
 absl::Status SyntaxError() { return absl::InvalidArgumentError("syntax error"); }
 
+namespace {
+
+// What follows the limits from args[pos] on: COST n, MAXWAIT d (RL.CHECK only), HEADERS, LIMITS
+// (none for RL.RESET), each at most once; RL.REFUND and RL.CHARGE need COST.
+absl::Status ParseOptions(Verb verb, absl::Span<const std::string_view> args, size_t pos,
+                          Request* r) {
+  const bool options = verb != Verb::kReset;
+  const bool adjust = verb == Verb::kRefund || verb == Verb::kCharge;
+  bool cost_seen = false;
+  bool headers_seen = false;
+  bool limits_seen = false;
+  while (pos < args.size()) {
+    const std::string_view token = args[pos];
+    if (options && EqualsIgnoreCase(token, "COST") && pos + 1 < args.size()) {
+      if (cost_seen) return absl::InvalidArgumentError("COST given more than once");
+      if (!ParseInt64(args[pos + 1], &r->cost)) return NotAnInteger();
+      if (r->cost < 0) return absl::InvalidArgumentError("COST must not be negative");
+      cost_seen = true;
+      pos += 2;
+    } else if (verb == Verb::kCheck && EqualsIgnoreCase(token, "MAXWAIT") &&
+               pos + 1 < args.size()) {
+      if (r->max_wait_ms >= 0) return absl::InvalidArgumentError("MAXWAIT given more than once");
+      absl::StatusOr<int64_t> ms = ParseMaxWait(args[pos + 1]);
+      if (!ms.ok()) return ms.status();
+      r->max_wait_ms = *ms;
+      pos += 2;
+    } else if (options && EqualsIgnoreCase(token, "HEADERS")) {
+      if (headers_seen) return absl::InvalidArgumentError("HEADERS given more than once");
+      r->headers = headers_seen = true;
+      ++pos;
+    } else if (options && EqualsIgnoreCase(token, "LIMITS")) {
+      if (limits_seen) return absl::InvalidArgumentError("LIMITS given more than once");
+      r->limits_detail = limits_seen = true;
+      ++pos;
+    } else {
+      return SyntaxError();
+    }
+  }
+  if (adjust && !cost_seen) {
+    return absl::InvalidArgumentError(
+        std::string(verb == Verb::kRefund ? "RL.REFUND" : "RL.CHARGE") +
+        " needs COST n (the amount to " + (verb == Verb::kRefund ? "give back)" : "take)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
                           const PolicyLookup& lookup, Request* r, LimitCache* cache) {
   if (args.size() < 3) return SyntaxError();
@@ -91,44 +139,7 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
         EchoToken(args[pos]) + "'");
   }
 
-  const bool options = verb != Verb::kReset;
-  const bool adjust = verb == Verb::kRefund || verb == Verb::kCharge;
-  bool cost_seen = false;
-  bool headers_seen = false;
-  bool limits_seen = false;
-  while (pos < args.size()) {
-    const std::string_view token = args[pos];
-    if (options && EqualsIgnoreCase(token, "COST") && pos + 1 < args.size()) {
-      if (cost_seen) return absl::InvalidArgumentError("COST given more than once");
-      if (!ParseInt64(args[pos + 1], &r->cost)) return NotAnInteger();
-      if (r->cost < 0) return absl::InvalidArgumentError("COST must not be negative");
-      cost_seen = true;
-      pos += 2;
-    } else if (verb == Verb::kCheck && EqualsIgnoreCase(token, "MAXWAIT") &&
-               pos + 1 < args.size()) {
-      if (r->max_wait_ms >= 0) return absl::InvalidArgumentError("MAXWAIT given more than once");
-      absl::StatusOr<int64_t> ms = ParseMaxWait(args[pos + 1]);
-      if (!ms.ok()) return ms.status();
-      r->max_wait_ms = *ms;
-      pos += 2;
-    } else if (options && EqualsIgnoreCase(token, "HEADERS")) {
-      if (headers_seen) return absl::InvalidArgumentError("HEADERS given more than once");
-      r->headers = headers_seen = true;
-      ++pos;
-    } else if (options && EqualsIgnoreCase(token, "LIMITS")) {
-      if (limits_seen) return absl::InvalidArgumentError("LIMITS given more than once");
-      r->limits_detail = limits_seen = true;
-      ++pos;
-    } else {
-      return SyntaxError();
-    }
-  }
-  if (adjust && !cost_seen) {
-    return absl::InvalidArgumentError(
-        std::string(verb == Verb::kRefund ? "RL.REFUND" : "RL.CHARGE") +
-        " needs COST n (the amount to " + (verb == Verb::kRefund ? "give back)" : "take)"));
-  }
-  return absl::OkStatus();
+  return ParseOptions(verb, args, pos, r);
 }
 
 absl::Status ParseRelease(absl::Span<const std::string_view> args, ReleaseRequest* out) {

@@ -391,20 +391,28 @@ TEST(CommandDocs, HelpAndUsageComeFromTheRows) {
   const std::vector<std::string> lines = HelpLines(*policy);
   ASSERT_GE(lines.size(), 11u);
   EXPECT_EQ(lines[0], "RL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  // Redis's HELP syntax, one renderer for every container of both front ends.
   EXPECT_EQ(lines[1],
-            "SET name [CONCURRENCY n [LEASE ttl]] <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]");
+            "SET <name> [CONCURRENCY <n> [LEASE <ttl>]] <limit> [<limit> ...] [SHADOW] "
+            "[FAIL_OPEN|FAIL_CLOSED]");
   EXPECT_EQ(lines[2], "    Defines or replaces a named policy.");
+  EXPECT_EQ(lines.back(),
+            "<limit> is: (TOKEN_BUCKET|GCRA|SLIDING_LOG|SLIDING_WINDOW|FIXED_WINDOW|LEAKY_BUCKET) "
+            "<limit> <window> [BURST <burst>] [BLOCK <block>]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.check")),
-            "RL.CHECK key (<limit>...|POLICY name [<limit>...]) [COST n] [MAXWAIT duration] "
-            "[HEADERS] [LIMITS]");
+            "RL.CHECK <key> (<limit> [<limit> ...]|POLICY <name> [<limit> [<limit> ...]]) "
+            "[COST <n>] [MAXWAIT <duration>] [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.refund")),
-            "RL.REFUND key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS] [LIMITS]");
+            "RL.REFUND <key> (<limit> [<limit> ...]|POLICY <name> [<limit> [<limit> ...]]) "
+            "COST <n> [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.charge")),
-            "RL.CHARGE key (<limit>...|POLICY name [<limit>...]) COST n [HEADERS] [LIMITS]");
+            "RL.CHARGE <key> (<limit> [<limit> ...]|POLICY <name> [<limit> [<limit> ...]]) "
+            "COST <n> [HEADERS] [LIMITS]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.acquire")),
-            "RL.ACQUIRE key (CONCURRENCY n [LEASE ttl] [<limit>...]|POLICY name [CONCURRENCY n "
-            "[LEASE ttl]] [<limit>...]) [COST n] [HEADERS] [LIMITS]");
-  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.release")), "RL.RELEASE key lease_id");
+            "RL.ACQUIRE <key> (CONCURRENCY <n> [LEASE <ttl>] [<limit> [<limit> ...]]|POLICY "
+            "<name> [CONCURRENCY <n> [LEASE <ttl>]] [<limit> [<limit> ...]]) [COST <n>] "
+            "[HEADERS] [LIMITS]");
+  EXPECT_EQ(Usage(*FindRlCommandDoc("rl.release")), "RL.RELEASE <key> <lease_id>");
   // The <limit> block documents BLOCK beside BURST.
   const ArgDoc& limit = FindRlCommandDoc("rl.check")->arguments[1].arguments[0];
   ASSERT_EQ(limit.name, "limit");

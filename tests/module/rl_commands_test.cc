@@ -328,13 +328,19 @@ TEST(RlLoadTest, PoliciesFileAtLoad) {
 TEST(RlLoadTest, BadLoadArgumentsRefuseToStart) {
   if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
   TempFile broken("[policies]\napi = \"SLIDING_WINDOW 0 1m\"\n");
+  TempFile non_ascii("[policies]\napi = \"GCRA 1 1s\"\nport = 1\xc5\xa0\n");
   struct Case {
     std::string args;
     std::string log;
   } cases[] = {
       {"POLICIES " + broken.path(),
        "rl: cannot load policies: policy 'api': limit must be between 1 and 1099511627776"},
-      {"POLICIES /nonexistent/rl.toml", "rl: cannot load policies: /nonexistent/rl.toml"},
+      {"POLICIES /nonexistent/rl.toml",
+       "rl: cannot load policies: cannot read config file /nonexistent/rl.toml"},
+      // rl-server's reader and its guards: a directory is not read as an empty file, and
+      // non-ASCII outside a string never reaches toml++.
+      {"POLICIES " + ::testing::TempDir(), "is a directory, not a TOML file"},
+      {"POLICIES " + non_ascii.path(), "non-ASCII character outside a quoted string or comment"},
       {"POLICIES",
        "rl: unknown load argument 'POLICIES' (usage: [POLICIES /path/rl.toml] [MAXMEMORY-SHARE "
        "0.8] [MAX-KEYS n] [OVERFLOW fail-open|fail-closed])"},

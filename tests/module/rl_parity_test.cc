@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "redis_harness.h"
+#include "rl/command/docs.h"
 #include "rl_util.h"
 #include "server_process.h"
 
@@ -512,6 +513,42 @@ void CompareReleases(RespClient& a, RespClient& b) {
   for (const std::string key : {"f:other", "f:rel", "f:rel"}) {
     const Reply ra = a.Call({"RL.RELEASE", key, ida}), rb = b.Call({"RL.RELEASE", key, idb});
     EXPECT_EQ(Show(ra), Show(rb)) << key;
+  }
+}
+
+// Every RL.* row of the shared table (command/docs.cc) is served by both front ends: COMMAND INFO
+// knows its command, and called with as many arguments as its arity asks for it answers the same on
+// both (at most an error about those arguments, never "unknown command"), connection intact.
+TEST_F(ParityTest, EveryRowIsServedByBoth) {
+  std::vector<const command::CommandDoc*> leaves;
+  for (const command::CommandDoc& doc : command::RlCommandDocs()) {
+    if (doc.subcommands.empty()) leaves.push_back(&doc);
+    for (const command::CommandDoc& sub : doc.subcommands) leaves.push_back(&sub);
+  }
+  ASSERT_GE(leaves.size(), 13u);
+  for (const command::CommandDoc* doc : leaves) {
+    Cmd cmd;
+    const size_t bar = doc->name.find('|');
+    cmd.push_back(doc->name.substr(0, bar));
+    if (bar != std::string::npos) cmd.push_back(doc->name.substr(bar + 1));
+    const size_t arity = static_cast<size_t>(std::abs(doc->arity));
+    while (cmd.size() < arity) cmd.push_back(cmd.size() == 1 ? "served" : "1");
+    for (RespClient* c : {a_.get(), b_.get()}) {
+      const Reply info = c->Call({"COMMAND", "INFO", cmd[0]});
+      ASSERT_EQ(info.elements.size(), 1u) << doc->name;
+      EXPECT_FALSE(info.elements[0].is_null()) << doc->name << " unknown to COMMAND INFO";
+    }
+    const Reply a = a_->Call(cmd);
+    const Reply b = b_->Call(cmd);
+    ASSERT_NE(a.type, 'X') << "rl-server dropped the connection on " << Text(cmd);
+    ASSERT_NE(b.type, 'X') << "rl.so dropped the connection on " << Text(cmd);
+    for (const Reply* r : {&a, &b}) {
+      EXPECT_EQ(r->str.rfind("ERR unknown command", 0), std::string::npos) << Text(cmd);
+      EXPECT_EQ(r->str.rfind("ERR unknown subcommand", 0), std::string::npos) << Text(cmd);
+    }
+    EXPECT_TRUE(Equivalent(a, b, KindOf(cmd), ToleranceFor(cmd))) << Text(cmd);
+    EXPECT_EQ(a_->Call({"PING"}).str, "PONG");
+    EXPECT_EQ(b_->Call({"PING"}).str, "PONG");
   }
 }
 

@@ -123,9 +123,9 @@ TEST(IntrospectionTest, RlPolicyHelpAnswersWithHelpLines) {
       }
       return false;
     };
-    EXPECT_TRUE(has("SET name [CONCURRENCY n [LEASE ttl]] <limit>... [SHADOW]"));
-    EXPECT_TRUE(has("GET name"));
-    EXPECT_TRUE(has("DEL name"));
+    EXPECT_TRUE(has("SET <name> [CONCURRENCY <n> [LEASE <ttl>]] <limit> [<limit> ...] [SHADOW]"));
+    EXPECT_TRUE(has("GET <name>"));
+    EXPECT_TRUE(has("DEL <name>"));
     EXPECT_TRUE(has("LIST"));
     EXPECT_TRUE(has("HELP"));
     EXPECT_TRUE(has("    Prints this help."));

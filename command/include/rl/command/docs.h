@@ -33,7 +33,28 @@ enum DocFlag : uint32_t {
   kDocNoDenyOom = 1u << 3,  // a write that only frees memory: still runs over maxmemory
 };
 
+// What a front end dispatches an RL.* row on: each row carries one, and rl-server and rl.so each
+// map it to their handler in a switch with no default, so -Wswitch (an error for both) names a
+// command added here that either does not serve. kPolicy is a container: its subcommands run.
+enum class CommandId : uint8_t {
+  kCheck,
+  kPeek,
+  kReset,
+  kRefund,
+  kCharge,
+  kAcquire,
+  kRelease,
+  kPolicy,
+  kPolicySet,
+  kPolicyGet,
+  kPolicyDel,
+  kPolicyList,
+  kPolicyHelp,
+  kThrottle,
+};
+
 struct CommandDoc {
+  CommandId id = CommandId::kCheck;
   std::string name;  // lower case; subcommands are "parent|sub"
   int arity = 0;     // counts the name; negative = at least -arity
   uint32_t flags = 0;
@@ -51,11 +72,24 @@ const std::vector<CommandDoc>& RlCommandDocs();
 // The row of one of them by (lower-case) name, e.g. "rl.policy"; null when unknown.
 const CommandDoc* FindRlCommandDoc(std::string_view name);
 
-// HELP text of a command with subcommands: a header line, then per subcommand its usage and
-// summary, as Redis's "<COMMAND> HELP" replies.
+// "<CONTAINER> HELP", the one renderer for both front ends and every container (RL.POLICY, and
+// rl-server's CLIENT, CONFIG, COMMAND, DEBUG): Redis's layout, a title line, then per subcommand
+// its usage and its text indented by four. Arguments are written as Redis's HELP writes them
+// ("<name>", "TOKEN <name>", "A|B", "[optional]", "x [x ...]"); a named block such as <limit> is
+// written "<limit>" and spelled out once on a line of its own at the end.
+struct HelpEntry {
+  std::string_view name;  // "parent|sub"
+  const std::vector<ArgDoc>* arguments = nullptr;
+  std::string_view usage;  // written instead of the generated one if set
+  std::string_view summary;
+};
+// `own_summary`: for a container that also runs with no subcommand (COMMAND), its text.
+std::vector<std::string> HelpLines(std::string_view container, std::string_view own_summary,
+                                   const std::vector<HelpEntry>& subcommands);
+// The same for an RL.* row with subcommands.
 std::vector<std::string> HelpLines(const CommandDoc& doc);
-// "SET name <limit>... [SHADOW] [FAIL_OPEN|FAIL_CLOSED]": the usage of one (sub)command from its
-// argument docs.
+// "SET <name> [<concurrency>] <limit> [<limit> ...] ...": the usage of one (sub)command from its
+// argument docs, as its HELP line writes it.
 std::string Usage(const CommandDoc& doc);
 
 }  // namespace rl::command

@@ -1,8 +1,9 @@
 // The limit list a client sent last, parsed, keyed by its raw argument bytes. Clients (an API
 // gateway, rl::RemoteLimiter in inline mode) send the same few limits with every check, and
 // parsing them again (algorithm names, counts, durations like "1m", validation) is a measurable
-// share of a pipelined RL.CHECK (issue 15); comparing a few short byte strings is not. One entry
-// per connection: rl-server keeps one in each connection and passes it to ParseRequest.
+// share of a pipelined RL.CHECK (bench/ has the figures); comparing a few short byte strings is
+// not. One entry per connection: rl-server keeps one in each connection and passes it to
+// ParseRequest.
 #pragma once
 
 #include <array>
