@@ -12,6 +12,13 @@ absl::Status NotAnInteger() {
   return absl::InvalidArgumentError("value is not an integer or out of range");
 }
 
+// "TOKEN_BUCKET, GCRA, ..., CONCURRENCY": every algorithm, for the message of a missing limit.
+std::string AlgorithmNames() {
+  std::string names;
+  for (Algorithm a : Algorithms()) names.append(names.empty() ? "" : ", ").append(AlgorithmName(a));
+  return names;
+}
+
 }  // namespace
 
 absl::Status SyntaxError() { return absl::InvalidArgumentError("syntax error"); }
@@ -72,10 +79,8 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
       r->shadow = r->policy->shadow;
     }
   } else {
-    return absl::InvalidArgumentError(
-        "expected a limit (TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, "
-        "LEAKY_BUCKET, CONCURRENCY) or POLICY name, got '" +
-        EchoToken(args[pos]) + "'");
+    return absl::InvalidArgumentError("expected a limit (" + AlgorithmNames() +
+                                      ") or POLICY name, got '" + EchoToken(args[pos]) + "'");
   }
 
   const bool options = verb != Verb::kReset;

@@ -352,9 +352,10 @@ Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t 
   return step;
 }
 
+namespace {
+
 Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
-                       AdjustOp op) {
-  const bool shaping = limit.algorithm == Algorithm::kLeakyBucket;
+                       AdjustOp op, bool shaping) {
   if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
     return TatStep(state, limit, now_ms, 0, shaping);
   }
@@ -369,6 +370,18 @@ Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, 
   step.state = s;
   step.changed = true;
   return step;
+}
+
+}  // namespace
+
+Step<State2> GcraAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
+                        AdjustOp op) {
+  return TatAdjust(state, limit, now_ms, amount, op, /*shaping=*/false);
+}
+
+Step<State2> LeakyBucketAdjust(const State2* state, const Limit& limit, int64_t now_ms,
+                               int64_t amount, AdjustOp op) {
+  return TatAdjust(state, limit, now_ms, amount, op, /*shaping=*/true);
 }
 
 Step<State2> FixedWindowAdjust(const State2* state, const Limit& limit, int64_t now_ms,

@@ -204,8 +204,10 @@ Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t 
 // GCRA, and the leaky bucket's charge: the TAT moves by amount * window ticks (a refund never
 // below now). A leaky bucket refunds nothing: its callers were already told their delays, and
 // a slot given back would let two of them proceed at once (validated before this is called).
-Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
-                       AdjustOp op);
+Step<State2> GcraAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
+                        AdjustOp op);
+Step<State2> LeakyBucketAdjust(const State2* state, const Limit& limit, int64_t now_ms,
+                               int64_t amount, AdjustOp op);
 // Fixed window: the count moves (a charge on no window starts one at now; a refund never below 0).
 Step<State2> FixedWindowAdjust(const State2* state, const Limit& limit, int64_t now_ms,
                                int64_t amount, AdjustOp op);

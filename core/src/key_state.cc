@@ -30,7 +30,7 @@ using internal::LeaseBuf;
 using internal::LogBuf;
 using internal::State2;
 using internal::State3;
-using internal::TableKind;
+using internal::StateShape;
 using namespace internal::key_state;  // NOLINT: the block layout's small helpers
 
 namespace internal {
@@ -66,7 +66,7 @@ namespace {
 // One limit's evaluation, kept until all limits of the call have answered.
 struct Pending {
   size_t off;  // 0 = no stored state
-  TableKind kind;
+  StateShape kind;
   State3 state;      // two-word states use a and b
   LogBuf* log;       // the stored log (pruned), for kLog
   LeaseBuf* leases;  // the stored lease set, for kLeases
@@ -79,12 +79,12 @@ struct Pending {
 LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now, int64_t cost,
                      bool prune_log, Pending* q) {
   q->off = off;
-  q->kind = internal::TableFor(limit.algorithm);
+  q->kind = internal::ShapeOf(limit.algorithm);
   q->log = nullptr;
   q->leases = nullptr;
   q->pruned = false;
   switch (q->kind) {
-    case TableKind::kTwoWord: {
+    case StateShape::kTwoWord: {
       State2 old;
       if (off != 0) old = State2{b.word(off, 0), b.word(off, 1)};
       const internal::Step<State2> step =
@@ -93,16 +93,16 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
       q->expiry_ms = step.expiry_ms;
       return step.result;
     }
-    case TableKind::kThreeWord: {
+    case StateShape::kThreeWord: {
       State3 old;
       if (off != 0) old = State3{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
       const internal::Step<State3> step =
-          internal::SlidingWindow(off != 0 ? &old : nullptr, limit, now, cost);
+          internal::ThreeWordStep(off != 0 ? &old : nullptr, limit, now, cost);
       q->state = step.state;
       q->expiry_ms = step.expiry_ms;
       return step.result;
     }
-    case TableKind::kLog: {
+    case StateShape::kLog: {
       LogBuf* log = off != 0 ? b.log(off) : nullptr;
       if (prune_log) {
         const int64_t before = internal::LogTotal(log);
@@ -117,7 +117,7 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
       internal::LogFree(copy);
       return r;
     }
-    case TableKind::kLeases:
+    case StateShape::kLeases:
       q->leases = off != 0 ? b.leases(off) : nullptr;
       return internal::LeaseEvaluate(q->leases, limit, now, &q->expiry_ms);
   }
@@ -128,19 +128,19 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
 void WriteState(Block& b, size_t off, const Pending& q) {
   b.set_expiry(off, q.expiry_ms);
   switch (q.kind) {
-    case TableKind::kTwoWord:
+    case StateShape::kTwoWord:
       b.set_word(off, 0, q.state.a);
       b.set_word(off, 1, q.state.b);
       break;
-    case TableKind::kThreeWord:
+    case StateShape::kThreeWord:
       b.set_word(off, 0, q.state.a);
       b.set_word(off, 1, q.state.b);
       b.set_word(off, 2, q.state.c);
       break;
-    case TableKind::kLog:
+    case StateShape::kLog:
       b.set_log(off, q.log);
       break;
-    case TableKind::kLeases:
+    case StateShape::kLeases:
       b.set_leases(off, q.leases);
       break;
   }
@@ -269,7 +269,7 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
   uint32_t starting = 0;  // bit i: limit i starts a penalty block
   // An acquire of cost 0 takes its lease but consumes nothing from its rate limits.
   auto writes = [&](const Pending& q) {
-    return op != Op::kAcquire || cost > 0 || q.kind == TableKind::kLeases;
+    return op != Op::kAcquire || cost > 0 || q.kind == StateShape::kLeases;
   };
   if (HasBlock(limits)) starting = ApplyBlocks(b, sid, limits, out->limits.data(), now_ms, cost);
   internal::MakeDecision(n, *out);
@@ -325,7 +325,7 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
     // what it dropped): a replay of an acquire that took no lease must not take one.
     if (op == Op::kAcquire && nonce == 0) {
       for (size_t i = 0; i < n; ++i) {
-        if (pending[i].kind == TableKind::kLeases) {
+        if (pending[i].kind == StateShape::kLeases) {
           out = absl::FailedPreconditionError("a replayed acquire without a lease id would lease");
           return out;
         }
@@ -336,8 +336,8 @@ absl::StatusOr<Decision> Run(void*& block, Op op, std::string_view scope,
     for (size_t i = 0; i < n; ++i) {
       Pending& q = pending[i];
       if (!writes(q)) continue;
-      if (q.kind == TableKind::kLog) q.log = internal::LogAppend(q.log, limits[i], now_ms, cost);
-      if (q.kind == TableKind::kLeases) {
+      if (q.kind == StateShape::kLog) q.log = internal::LogAppend(q.log, limits[i], now_ms, cost);
+      if (q.kind == StateShape::kLeases) {
         const int64_t lease_end = internal::Clamp64(internal::int128{now_ms} + limits[i].window_ms);
         q.leases = internal::LeaseAdd(q.leases, nonce, lease_end, now_ms);
         q.expiry_ms = std::max(q.expiry_ms, lease_end);
@@ -534,10 +534,10 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
     int64_t expiry_ms = now_ms;
     Pending q{};
     q.off = off;
-    q.kind = internal::TableFor(limit.algorithm);
+    q.kind = internal::ShapeOf(limit.algorithm);
     bool write = false;
     switch (q.kind) {
-      case TableKind::kTwoWord: {
+      case StateShape::kTwoWord: {
         State2 old;
         if (off != 0) old = State2{b.word(off, 0), b.word(off, 1)};
         const internal::Step<State2> step =
@@ -548,18 +548,18 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
         write = step.changed;
         break;
       }
-      case TableKind::kThreeWord: {
+      case StateShape::kThreeWord: {
         State3 old;
         if (off != 0) old = State3{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
         const internal::Step<State3> step =
-            internal::SlidingWindowAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
+            internal::ThreeWordAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
         r = step.result;
         expiry_ms = step.expiry_ms;
         q.state = step.state;
         write = step.changed;
         break;
       }
-      case TableKind::kLog: {
+      case StateShape::kLog: {
         LogBuf* log = off != 0 ? b.log(off) : nullptr;
         const int64_t before = internal::LogTotal(log);
         internal::LogPrune(log, limit.window_ms, now_ms);
@@ -573,7 +573,7 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
         write = amount > 0 && log != nullptr;
         break;
       }
-      case TableKind::kLeases:
+      case StateShape::kLeases:
         break;  // refused by ValidateAdjust
     }
     q.expiry_ms = expiry_ms;
@@ -582,7 +582,7 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
         // Equivalent to fresh: no entry (a new log made for nothing is freed).
         if (off != 0) {
           EraseAt(b, off);
-        } else if (q.kind == TableKind::kLog) {
+        } else if (q.kind == StateShape::kLog) {
           internal::LogFree(q.log);
         }
       } else {

@@ -4,7 +4,7 @@
 // Block layout (host byte order, accessed through memcpy so nothing needs alignment):
 //   header {u16 count, u16 reserved, u32 bytes (the whole block)}
 //   entries, each {u64 scope id, u64 id, i64 expiry ms, payload}. The id of a limit's state is
-//   window_ms << 3 | algorithm and its payload two words (token bucket, GCRA, leaky bucket, fixed
+//   its StateTag (registry.h) and its payload two words (token bucket, GCRA, leaky bucket, fixed
 //   window), three words (sliding window) or one pointer to a sliding-log buffer. A CONCURRENCY
 //   limit's leases have id 6 (window 0: the lease ttl is not part of their identity) and a
 //   pointer to a lease buffer. A running penalty block of a limit's state has that state's id
@@ -28,32 +28,32 @@ inline constexpr size_t kEntryHead = 24;  // scope, id, expiry
 inline constexpr uint64_t kBlockBit = uint64_t{1} << 63;
 
 inline uint64_t LimitId(Algorithm algorithm, int64_t window_ms) {
-  return (static_cast<uint64_t>(window_ms) << 3) | static_cast<uint8_t>(algorithm);
+  return StateTag(algorithm, window_ms);
 }
 // The id a limit's state is stored under (leases: independent of the ttl).
 inline uint64_t StateId(const Limit& limit) {
   return limit.algorithm == Algorithm::kConcurrency ? LimitId(Algorithm::kConcurrency, 0)
                                                     : LimitId(limit.algorithm, limit.window_ms);
 }
-inline Algorithm IdAlgorithm(uint64_t id) { return static_cast<Algorithm>(id & 7); }
-inline int64_t IdWindow(uint64_t id) { return static_cast<int64_t>((id & ~kBlockBit) >> 3); }
+inline Algorithm IdAlgorithm(uint64_t id) { return TagAlgorithm(id); }
+inline int64_t IdWindow(uint64_t id) { return TagWindow(id); }
 inline bool IdIsBlock(uint64_t id) { return (id & kBlockBit) != 0; }
 
-inline size_t PayloadWords(TableKind kind) {
+inline size_t PayloadWords(StateShape kind) {
   switch (kind) {
-    case TableKind::kTwoWord:
+    case StateShape::kTwoWord:
       return 2;
-    case TableKind::kThreeWord:
+    case StateShape::kThreeWord:
       return 3;
-    case TableKind::kLog:
-    case TableKind::kLeases:
+    case StateShape::kLog:
+    case StateShape::kLeases:
       return 1;
   }
   return 2;
 }
 inline size_t EntryBytes(uint64_t id) {
   if (IdIsBlock(id)) return kEntryHead;
-  return kEntryHead + 8 * PayloadWords(TableFor(IdAlgorithm(id)));
+  return kEntryHead + 8 * PayloadWords(ShapeOf(IdAlgorithm(id)));
 }
 
 template <typename T>
@@ -91,10 +91,10 @@ struct Block {
   void set_leases(size_t off, LeaseBuf* l) { Store<LeaseBuf*>(p + off + kEntryHead, l); }
   size_t size_at(size_t off) const { return EntryBytes(id(off)); }
   // The kind of the entry's payload, for entries that are states (not blocks).
-  TableKind kind_at(size_t off) const { return TableFor(IdAlgorithm(id(off))); }
-  bool has_log(size_t off) const { return !IdIsBlock(id(off)) && kind_at(off) == TableKind::kLog; }
+  StateShape kind_at(size_t off) const { return ShapeOf(IdAlgorithm(id(off))); }
+  bool has_log(size_t off) const { return !IdIsBlock(id(off)) && kind_at(off) == StateShape::kLog; }
   bool has_leases(size_t off) const {
-    return !IdIsBlock(id(off)) && kind_at(off) == TableKind::kLeases;
+    return !IdIsBlock(id(off)) && kind_at(off) == StateShape::kLeases;
   }
 
   // Offset of the entry (scope, id), or 0 when absent (0 is the header, never an entry).

@@ -7,9 +7,10 @@
 //   block's end). Payloads: two words {i64 a, i64 b}; three words {i64 a, i64 b, i64 c}; a log
 //   {u32 runs, runs x (i64 time ms, i64 count)}, oldest first; leases {u32 n, n x (u64 nonce,
 //   i64 expiry ms)}.
-// Version 1 has rate states only; version 2 adds blocks and leases. Encode writes version 1
-// whenever the state has neither, so an older rl.so (a replica mid-upgrade) still reads it;
-// Decode reads both.
+// Version 1 has rate states only, of algorithms 0..5; version 2 adds blocks and leases (algorithm
+// 6, CONCURRENCY); version 3 admits every algorithm of the registry (ids up to 127). Encode writes
+// the lowest version that holds the state, so an older rl.so (a replica mid-upgrade) still reads
+// every state it could hold; Decode reads all three.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -26,13 +27,17 @@ namespace rl {
 
 using internal::LeaseBuf;
 using internal::LogBuf;
-using internal::TableKind;
+using internal::StateShape;
 using namespace internal::key_state;  // NOLINT: the block layout's small helpers
 
 namespace {
 
 constexpr uint8_t kVersionRates = 1;
 constexpr uint8_t kVersionBlocksAndLeases = 2;
+constexpr uint8_t kVersionRegistry = 3;
+// The highest algorithm id each older version knew (LEAKY_BUCKET, CONCURRENCY).
+constexpr uint64_t kLastIdOfVersion1 = 5;
+constexpr uint64_t kLastIdOfVersion2 = 6;
 constexpr uint8_t kBlockKind = 0x80;
 // Bounds Decode enforces on a log (LogAppend's own bound is 2^30 bytes).
 constexpr uint32_t kMaxDecodedRuns = uint32_t{1} << 26;
@@ -76,11 +81,16 @@ absl::Status Corrupt(std::string_view what) {
 
 void KeyState::Encode(std::string* out) const {
   const Block b{static_cast<char*>(block_)};
-  bool extended = false;
+  uint8_t version = kVersionRates;
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
-    extended |= IdIsBlock(b.id(off)) || b.has_leases(off);
+    const uint64_t id = static_cast<uint8_t>(IdAlgorithm(b.id(off)));
+    if (id > kLastIdOfVersion2) {
+      version = kVersionRegistry;
+    } else if (IdIsBlock(b.id(off)) || id > kLastIdOfVersion1) {
+      version = std::max(version, kVersionBlocksAndLeases);
+    }
   }
-  PutU(out, extended ? kVersionBlocksAndLeases : kVersionRates, 1);
+  PutU(out, version, 1);
   PutU(out, b.count(), 2);
   std::vector<std::pair<int64_t, int64_t>> runs;
   std::vector<std::pair<uint64_t, int64_t>> leases;
@@ -92,8 +102,8 @@ void KeyState::Encode(std::string* out) const {
     PutU(out, static_cast<uint64_t>(IdWindow(id)), 8);
     PutU(out, static_cast<uint64_t>(b.expiry(off)), 8);
     if (IdIsBlock(id)) continue;
-    const TableKind kind = internal::TableFor(algorithm);
-    if (kind == TableKind::kLog) {
+    const StateShape kind = internal::ShapeOf(algorithm);
+    if (kind == StateShape::kLog) {
       runs.clear();
       internal::LogRuns(b.log(off), &runs);
       PutU(out, runs.size(), 4);
@@ -101,7 +111,7 @@ void KeyState::Encode(std::string* out) const {
         PutU(out, static_cast<uint64_t>(t), 8);
         PutU(out, static_cast<uint64_t>(count), 8);
       }
-    } else if (kind == TableKind::kLeases) {
+    } else if (kind == StateShape::kLeases) {
       leases.clear();
       internal::LeaseEntries(b.leases(off), &leases);
       PutU(out, leases.size(), 4);
@@ -135,7 +145,7 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
   Reader r(data);
   uint64_t version = 0, count = 0;
   if (!r.U(1, &version) || !r.U(2, &count)) return Corrupt("truncated header");
-  if (version != kVersionRates && version != kVersionBlocksAndLeases) {
+  if (version < kVersionRates || version > kVersionRegistry) {
     return Corrupt(absl::StrCat("unsupported encoding version ", version));
   }
   if (count > kMaxStates) return Corrupt("too many states");
@@ -165,13 +175,15 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
     }
     const bool block = (kind & kBlockKind) != 0;
     const uint64_t algorithm = kind & ~uint64_t{kBlockKind};
-    const uint64_t max_algorithm = version == kVersionRates
-                                       ? static_cast<uint8_t>(Algorithm::kLeakyBucket)
-                                       : static_cast<uint8_t>(Algorithm::kConcurrency);
-    if (algorithm > max_algorithm || (block && version == kVersionRates)) {
+    const uint64_t max_algorithm = version == kVersionRates ? kLastIdOfVersion1
+                                   : version == kVersionBlocksAndLeases
+                                       ? kLastIdOfVersion2
+                                       : internal::kAlgorithmCount - 1;
+    if (algorithm > max_algorithm || algorithm >= internal::kAlgorithmCount ||
+        (block && version == kVersionRates)) {
       return Corrupt("unknown algorithm");
     }
-    const bool leases = algorithm == static_cast<uint8_t>(Algorithm::kConcurrency);
+    const bool leases = internal::ShapeOf(static_cast<Algorithm>(algorithm)) == StateShape::kLeases;
     if (block && leases) return Corrupt("block of leases");
     if (leases ? window != 0 : (window < 1 || window > static_cast<uint64_t>(kMaxWindowMs))) {
       return Corrupt("bad window");
@@ -181,10 +193,10 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
     for (const Parsed& other : entries) {
       if (other.scope == e.scope && other.id == e.id) return Corrupt("duplicate state");
     }
-    const TableKind table = internal::TableFor(static_cast<Algorithm>(algorithm));
+    const StateShape table = internal::ShapeOf(static_cast<Algorithm>(algorithm));
     if (block) {
       // No payload.
-    } else if (table == TableKind::kLog) {
+    } else if (table == StateShape::kLog) {
       uint64_t runs = 0;
       if (!r.U(4, &runs)) return Corrupt("truncated log");
       if (runs > kMaxDecodedRuns) return Corrupt("log too long");
@@ -200,7 +212,7 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
         last = t;
         e.runs.emplace_back(t, c);
       }
-    } else if (table == TableKind::kLeases) {
+    } else if (table == StateShape::kLeases) {
       uint64_t n = 0;
       if (!r.U(4, &n)) return Corrupt("truncated leases");
       if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
@@ -244,8 +256,8 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
       off += EntryBytes(e.id);
       continue;
     }
-    const TableKind kind = internal::TableFor(IdAlgorithm(e.id));
-    if (kind == TableKind::kLog) {
+    const StateShape kind = internal::ShapeOf(IdAlgorithm(e.id));
+    if (kind == StateShape::kLog) {
       b.set_log(off, nullptr);
       b.set_bytes(off + EntryBytes(e.id));
       b.set_count(b.count() + 1);
@@ -257,7 +269,7 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
         log = internal::LogAppend(log, sizing, t, c);
         b.set_log(off, log);
       }
-    } else if (kind == TableKind::kLeases) {
+    } else if (kind == StateShape::kLeases) {
       b.set_leases(off, nullptr);
       b.set_bytes(off + EntryBytes(e.id));
       b.set_count(b.count() + 1);

@@ -35,7 +35,7 @@ using internal::SlotLease;
 using internal::SlotLog;
 using internal::State2;
 using internal::State3;
-using internal::TableKind;
+using internal::StateShape;
 
 namespace {
 
@@ -117,10 +117,9 @@ class KeyHasher {
             key.data(), key.size(),
             scope.empty() ? seed : XXH3_64bits_withSeed(scope.data(), scope.size(), seed))) {}
   uint64_t For(const Limit& limit) const {
-    // Injective in (algorithm, window) (window < 2^39), and an odd multiplier keeps it so.
+    // StateTag is injective in (algorithm, window), and an odd multiplier keeps it so.
     const uint64_t tail =
-        ((static_cast<uint64_t>(limit.window_ms) << 3) | static_cast<uint8_t>(limit.algorithm)) *
-        0x9E3779B97F4A7C15ull;
+        internal::StateTag(limit.algorithm, limit.window_ms) * 0x9E3779B97F4A7C15ull;
     // MurmurHash3's fmix64: a bijection that spreads every input bit over the whole word.
     uint64_t x = base_ ^ tail;
     x ^= x >> 33;
@@ -139,7 +138,7 @@ class KeyHasher {
 struct Pending {
   uint64_t key;
   uint32_t shard;
-  TableKind kind;
+  StateShape kind;
   const Slot2* slot2;  // found state, by table
   const Slot3* slot3;
   const SlotLog* slotl;
@@ -357,7 +356,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateThree(Pending& q, const 
     old = State3{expiry.FromRel(it->rel_a()), it->b(), it->c()};
   }
   const internal::Step<State3> step =
-      internal::SlidingWindow(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
+      internal::ThreeWordStep(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
   q.state3 = step.state;
   q.expiry_ms = step.expiry_ms;
   return step.result;
@@ -390,20 +389,20 @@ LimitResult EvaluateLeases(Pending& q, const Shard& sh, const Limit& limit, int6
 void InsertNew(Pending& q, Shard& sh, const internal::ExpiryCodec& expiry, uint32_t word)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   switch (q.kind) {
-    case TableKind::kTwoWord: {
+    case StateShape::kTwoWord: {
       Slot2 slot{q.key, word, 0, 0, q.state2.b};
       slot.set_rel_a(expiry.ToRel(q.state2.a));
       sh.two.insert(slot);
       break;
     }
-    case TableKind::kThreeWord: {
+    case StateShape::kThreeWord: {
       sh.three.insert(Slot3(q.key, word, expiry.ToRel(q.state3.a), q.state3.b, q.state3.c));
       break;
     }
-    case TableKind::kLog:
+    case StateShape::kLog:
       sh.logs.insert(SlotLog{q.key, word, q.new_log});
       break;
-    case TableKind::kLeases:
+    case StateShape::kLeases:
       sh.leases.insert(
           SlotLease{q.key, expiry.Encode(q.expiry_ms, internal::kLevelProtected), q.new_leases});
       break;
@@ -448,7 +447,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       }
       p[i].key = keys[i] = k;
       p[i].shard = locked[i] = ShardOf(k);
-      p[i].kind = internal::TableFor(limits[i].algorithm);
+      p[i].kind = internal::ShapeOf(limits[i].algorithm);
       blocks |= limits[i].block_ms;
     }
   }
@@ -471,16 +470,16 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
     Shard& sh = shards_[q.shard];
     sh.mu.AssertHeld();  // by LockShards
     switch (q.kind) {
-      case TableKind::kTwoWord:
+      case StateShape::kTwoWord:
         results[i] = EvaluateTwo(q, sh, expiry_, limits[i], now, cost);
         break;
-      case TableKind::kThreeWord:
+      case StateShape::kThreeWord:
         results[i] = EvaluateThree(q, sh, expiry_, limits[i], now, cost);
         break;
-      case TableKind::kLog:
+      case StateShape::kLog:
         results[i] = EvaluateLog(q, sh, limits[i], now, cost);
         break;
-      case TableKind::kLeases:
+      case StateShape::kLeases:
         if constexpr (kLeases) results[i] = EvaluateLeases(q, sh, limits[i], now);
         break;
     }
@@ -492,7 +491,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
 
   // An acquire of cost 0 takes its lease but consumes nothing from its rate limits.
   auto writes = [&](const Pending& q) {
-    return kOp != Op::kAcquire || cost > 0 || q.kind == TableKind::kLeases;
+    return kOp != Op::kAcquire || cost > 0 || q.kind == StateShape::kLeases;
   };
   // New states need room before anything is written: at a bound with nothing safe to evict they
   // are not stored, and the overflow mode decides the check (see LimiterOptions::overflow).
@@ -540,7 +539,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       Shard& sh = shards_[q.shard];
       sh.mu.AssertHeld();
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
-      if (q.kind == TableKind::kLog) {
+      if (q.kind == StateShape::kLog) {
         if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
         LogBuf* log = q.slotl != nullptr ? q.slotl->log : nullptr;
         const size_t before = internal::LogBytes(log);
@@ -562,7 +561,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
         q.slot3->set_counts(q.state3.b, q.state3.c);
         q.slot3->expiry = expiry;
       } else if constexpr (kOp == Op::kAcquire) {
-        if (q.kind != TableKind::kLeases || ((unstored >> i) & 1)) continue;
+        if (q.kind != StateShape::kLeases || ((unstored >> i) & 1)) continue;
         // The lease: held until released or until its ttl has run out.
         const int64_t lease_end = internal::Clamp64(internal::int128{now} + limits[i].window_ms);
         LeaseBuf* leases = q.slote != nullptr ? q.slote->leases : nullptr;
@@ -583,7 +582,7 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       Pending& q = p[i];
       if (found(q) || !writes(q)) continue;
       if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
-      if (!kLeases && q.kind == TableKind::kLeases) continue;
+      if (!kLeases && q.kind == StateShape::kLeases) continue;
       Shard& sh = shards_[q.shard];
       sh.mu.AssertHeld();
       InsertNew(q, sh, expiry_, expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i])));
@@ -656,14 +655,14 @@ size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
   size_t removed = 0;
   for (const Limit& limit : limits) {
     if (!internal::ValidatePeek(absl::MakeConstSpan(&limit, 1), 0).ok()) continue;
-    const TableKind kind = internal::TableFor(limit.algorithm);
+    const StateShape kind = internal::ShapeOf(limit.algorithm);
     const StateKey k =
-        kind == TableKind::kLeases ? LeaseKeyFor(ScopeId(scope), key) : KeyFor(scope, key, limit);
+        kind == StateShape::kLeases ? LeaseKeyFor(ScopeId(scope), key) : KeyFor(scope, key, limit);
     Shard& sh = shards_[k.shard];
     internal::ShardLock lock(sh.mu);
     // A reset lifts a penalty block too, whether or not this limit was written with BLOCK.
     const bool state = sh.Erase(kind, k.key);
-    const bool block = kind != TableKind::kLeases && sh.blocks.erase(k.key) > 0;
+    const bool block = kind != StateShape::kLeases && sh.blocks.erase(k.key) > 0;
     if (state || block) ++removed;
   }
   return removed;

@@ -20,7 +20,7 @@ using internal::Slot3;
 using internal::SlotLog;
 using internal::State2;
 using internal::State3;
-using internal::TableKind;
+using internal::StateShape;
 
 absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::string_view key,
                                                absl::Span<const Limit> limits, int64_t amount,
@@ -52,8 +52,8 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
     sh.mu.AssertHeld();  // by LockShards
     LimitResult& r = out->limits[i];
     int64_t expiry_ms = now;
-    switch (internal::TableFor(limit.algorithm)) {
-      case TableKind::kTwoWord: {
+    switch (internal::ShapeOf(limit.algorithm)) {
+      case StateShape::kTwoWord: {
         auto it = sh.two.find(k);
         State2 old;
         const bool had = it != sh.two.end();
@@ -80,13 +80,13 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
         }
         break;
       }
-      case TableKind::kThreeWord: {
+      case StateShape::kThreeWord: {
         auto it = sh.three.find(k);
         State3 old;
         const bool had = it != sh.three.end();
         if (had) old = State3{expiry_.FromRel(it->rel_a()), it->b(), it->c()};
         const internal::Step<State3> step =
-            internal::SlidingWindowAdjust(had ? &old : nullptr, limit, now, amount, op);
+            internal::ThreeWordAdjust(had ? &old : nullptr, limit, now, amount, op);
         r = step.result;
         expiry_ms = step.expiry_ms;
         const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
@@ -106,7 +106,7 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
         }
         break;
       }
-      case TableKind::kLog: {
+      case StateShape::kLog: {
         auto it = sh.logs.find(k);
         const bool had = it != sh.logs.end();
         LogBuf* log = had ? it->log : nullptr;
@@ -128,7 +128,7 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
           if (had) {
             it->log = log;
             sh.log_bytes += internal::LogBytes(log) - before;
-            sh.Erase(TableKind::kLog, k);
+            sh.Erase(StateShape::kLog, k);
           } else {
             internal::LogFree(log);
           }
@@ -142,7 +142,7 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
         }
         break;
       }
-      case TableKind::kLeases:
+      case StateShape::kLeases:
         break;  // refused by ValidateAdjust
     }
     // A refund or charge neither starts nor lifts a block, but its answer shows one.
@@ -176,7 +176,7 @@ absl::StatusOr<bool> Limiter::Impl::Release(std::string_view key, std::string_vi
   const size_t before = internal::LeaseBytes(it->leases);
   const bool held = internal::LeaseRemove(it->leases, id->nonce, now);
   if (internal::LeaseCount(it->leases) == 0) {
-    sh.Erase(TableKind::kLeases, k.key);
+    sh.Erase(StateShape::kLeases, k.key);
   } else {
     sh.lease_bytes += internal::LeaseBytes(it->leases) - before;
     it->expiry = expiry_.Encode(internal::LeaseExpiry(it->leases, now), internal::kLevelProtected);

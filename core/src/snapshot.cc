@@ -32,7 +32,7 @@ using internal::Shard;
 using internal::Slot2;
 using internal::Slot3;
 using internal::SlotLog;
-using internal::TableKind;
+using internal::StateShape;
 
 namespace {
 

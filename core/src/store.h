@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "algorithms.h"
 #include "leases.h"
+#include "registry.h"
 #include "sliding_log.h"
 
 namespace rl::internal {
@@ -173,22 +174,6 @@ using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq, TableAllocator<S
 using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq, TableAllocator<SlotBlock>>;
 using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq, TableAllocator<SlotLease>>;
 
-// Which table of a shard holds an algorithm's states. Inline (as are Encode and ToRel below):
-// every check calls them, and out of line they cost a call each.
-enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog, kLeases };
-inline TableKind TableFor(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kSlidingWindow:
-      return TableKind::kThreeWord;
-    case Algorithm::kSlidingLog:
-      return TableKind::kLog;
-    case Algorithm::kConcurrency:
-      return TableKind::kLeases;
-    default:
-      return TableKind::kTwoWord;
-  }
-}
-
 inline constexpr int kExpiryShift = 10;  // 1024 ms per expiry unit
 
 // Every slot's 32-bit expiry word also carries, in its low two bits, how much of its allowance the
@@ -334,7 +319,7 @@ struct alignas(64) Shard {
   size_t FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* keep, size_t keep_count,
                     uint32_t* soonest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Removes one state; true if it existed.
-  bool Erase(TableKind kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  bool Erase(StateShape kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // When the running block of state `key` ends; `now_ms` when none runs (an ended block found on
   // the way is removed).
   int64_t BlockedUntil(uint64_t key, int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
