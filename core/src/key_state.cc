@@ -28,9 +28,9 @@ namespace rl {
 using internal::AdjustOp;
 using internal::LeaseBuf;
 using internal::LogBuf;
-using internal::State2;
-using internal::State3;
 using internal::StateShape;
+using internal::ThreeWordState;
+using internal::TwoWordState;
 using namespace internal::key_state;  // NOLINT: the block layout's small helpers
 
 namespace internal {
@@ -67,9 +67,10 @@ namespace {
 struct Pending {
   size_t off;  // 0 = no stored state
   StateShape kind;
-  State3 state;      // two-word states use a and b
-  LogBuf* log;       // the stored log (pruned), for kLog
-  LeaseBuf* leases;  // the stored lease set, for kLeases
+  TwoWordState two;      // for kTwoWord
+  ThreeWordState three;  // for kThreeWord
+  LogBuf* log;           // the stored log (pruned), for kLog
+  LeaseBuf* leases;      // the stored lease set, for kLeases
   int64_t expiry_ms;
   bool pruned;  // runs left the stored log's window and were dropped from it (a change)
 };
@@ -85,20 +86,20 @@ LimitResult Evaluate(const Block& b, size_t off, const Limit& limit, int64_t now
   q->pruned = false;
   switch (q->kind) {
     case StateShape::kTwoWord: {
-      State2 old;
-      if (off != 0) old = State2{b.word(off, 0), b.word(off, 1)};
-      const internal::Step<State2> step =
+      TwoWordState old;
+      if (off != 0) old = TwoWordState{b.word(off, 0), b.word(off, 1)};
+      const internal::Step<TwoWordState> step =
           internal::TwoWordStep(off != 0 ? &old : nullptr, limit, now, cost);
-      q->state = State3{step.state.a, step.state.b, 0};
+      q->two = step.state;
       q->expiry_ms = step.expiry_ms;
       return step.result;
     }
     case StateShape::kThreeWord: {
-      State3 old;
-      if (off != 0) old = State3{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
-      const internal::Step<State3> step =
+      ThreeWordState old;
+      if (off != 0) old = ThreeWordState{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
+      const internal::Step<ThreeWordState> step =
           internal::ThreeWordStep(off != 0 ? &old : nullptr, limit, now, cost);
-      q->state = step.state;
+      q->three = step.state;
       q->expiry_ms = step.expiry_ms;
       return step.result;
     }
@@ -129,13 +130,13 @@ void WriteState(Block& b, size_t off, const Pending& q) {
   b.set_expiry(off, q.expiry_ms);
   switch (q.kind) {
     case StateShape::kTwoWord:
-      b.set_word(off, 0, q.state.a);
-      b.set_word(off, 1, q.state.b);
+      b.set_word(off, 0, q.two.time);
+      b.set_word(off, 1, q.two.word);
       break;
     case StateShape::kThreeWord:
-      b.set_word(off, 0, q.state.a);
-      b.set_word(off, 1, q.state.b);
-      b.set_word(off, 2, q.state.c);
+      b.set_word(off, 0, q.three.time);
+      b.set_word(off, 1, q.three.previous);
+      b.set_word(off, 2, q.three.current);
       break;
     case StateShape::kLog:
       b.set_log(off, q.log);
@@ -538,24 +539,24 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
     bool write = false;
     switch (q.kind) {
       case StateShape::kTwoWord: {
-        State2 old;
-        if (off != 0) old = State2{b.word(off, 0), b.word(off, 1)};
-        const internal::Step<State2> step =
+        TwoWordState old;
+        if (off != 0) old = TwoWordState{b.word(off, 0), b.word(off, 1)};
+        const internal::Step<TwoWordState> step =
             internal::TwoWordAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
         r = step.result;
         expiry_ms = step.expiry_ms;
-        q.state = State3{step.state.a, step.state.b, 0};
+        q.two = step.state;
         write = step.changed;
         break;
       }
       case StateShape::kThreeWord: {
-        State3 old;
-        if (off != 0) old = State3{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
-        const internal::Step<State3> step =
+        ThreeWordState old;
+        if (off != 0) old = ThreeWordState{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
+        const internal::Step<ThreeWordState> step =
             internal::ThreeWordAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
         r = step.result;
         expiry_ms = step.expiry_ms;
-        q.state = step.state;
+        q.three = step.state;
         write = step.changed;
         break;
       }

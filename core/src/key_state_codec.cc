@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bytes.h"
 #include "key_state_block.h"
 #include "leases.h"
 #include "rl/key_state.h"
@@ -43,35 +44,8 @@ constexpr uint8_t kBlockKind = 0x80;
 constexpr uint32_t kMaxDecodedRuns = uint32_t{1} << 26;
 constexpr int64_t kMaxTime = int64_t{1} << 61;
 
-void PutU(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  bool U(int bytes, uint64_t* v) {
-    if (data_.size() - pos_ < static_cast<size_t>(bytes)) return false;
-    uint64_t x = 0;
-    for (int i = 0; i < bytes; ++i) {
-      x |= uint64_t{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
-    }
-    pos_ += bytes;
-    *v = x;
-    return true;
-  }
-  bool I64(int64_t* v) {
-    uint64_t x;
-    if (!U(8, &x)) return false;
-    *v = static_cast<int64_t>(x);
-    return true;
-  }
-  bool done() const { return pos_ == data_.size(); }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
+using internal::ByteReader;
+using internal::ByteWriter;
 
 absl::Status Corrupt(std::string_view what) {
   return absl::InvalidArgumentError(std::string("invalid rate-limit state: ").append(what));
@@ -80,6 +54,7 @@ absl::Status Corrupt(std::string_view what) {
 }  // namespace
 
 void KeyState::Encode(std::string* out) const {
+  ByteWriter w(out);
   const Block b{static_cast<char*>(block_)};
   uint8_t version = kVersionRates;
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
@@ -90,38 +65,38 @@ void KeyState::Encode(std::string* out) const {
       version = std::max(version, kVersionBlocksAndLeases);
     }
   }
-  PutU(out, version, 1);
-  PutU(out, b.count(), 2);
+  w.PutUint(version, 1);
+  w.PutUint(b.count(), 2);
   std::vector<std::pair<int64_t, int64_t>> runs;
   std::vector<std::pair<uint64_t, int64_t>> leases;
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
     const uint64_t id = b.id(off);
     const Algorithm algorithm = IdAlgorithm(id);
-    PutU(out, b.scope(off), 8);
-    PutU(out, static_cast<uint8_t>(algorithm) | (IdIsBlock(id) ? kBlockKind : 0), 1);
-    PutU(out, static_cast<uint64_t>(IdWindow(id)), 8);
-    PutU(out, static_cast<uint64_t>(b.expiry(off)), 8);
+    w.PutUint(b.scope(off), 8);
+    w.PutUint(static_cast<uint8_t>(algorithm) | (IdIsBlock(id) ? kBlockKind : 0), 1);
+    w.PutUint(static_cast<uint64_t>(IdWindow(id)), 8);
+    w.PutUint(static_cast<uint64_t>(b.expiry(off)), 8);
     if (IdIsBlock(id)) continue;
     const StateShape kind = internal::ShapeOf(algorithm);
     if (kind == StateShape::kLog) {
       runs.clear();
       internal::LogRuns(b.log(off), &runs);
-      PutU(out, runs.size(), 4);
+      w.PutUint(runs.size(), 4);
       for (const auto& [t, count] : runs) {
-        PutU(out, static_cast<uint64_t>(t), 8);
-        PutU(out, static_cast<uint64_t>(count), 8);
+        w.PutUint(static_cast<uint64_t>(t), 8);
+        w.PutUint(static_cast<uint64_t>(count), 8);
       }
     } else if (kind == StateShape::kLeases) {
       leases.clear();
       internal::LeaseEntries(b.leases(off), &leases);
-      PutU(out, leases.size(), 4);
+      w.PutUint(leases.size(), 4);
       for (const auto& [nonce, expiry] : leases) {
-        PutU(out, nonce, 8);
-        PutU(out, static_cast<uint64_t>(expiry), 8);
+        w.PutUint(nonce, 8);
+        w.PutUint(static_cast<uint64_t>(expiry), 8);
       }
     } else {
       for (size_t k = 0; k < PayloadWords(kind); ++k) {
-        PutU(out, static_cast<uint64_t>(b.word(off, k)), 8);
+        w.PutUint(static_cast<uint64_t>(b.word(off, k)), 8);
       }
     }
   }
@@ -142,9 +117,9 @@ int64_t ShiftTime(int64_t t, int64_t shift) {
 absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) { return Decode(data, 0); }
 
 absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_ms) {
-  Reader r(data);
+  ByteReader r(data);
   uint64_t version = 0, count = 0;
-  if (!r.U(1, &version) || !r.U(2, &count)) return Corrupt("truncated header");
+  if (!r.GetUint(1, &version) || !r.GetUint(2, &count)) return Corrupt("truncated header");
   if (version < kVersionRates || version > kVersionRegistry) {
     return Corrupt(absl::StrCat("unsupported encoding version ", version));
   }
@@ -170,7 +145,8 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
   for (uint64_t i = 0; i < count; ++i) {
     Parsed e{};
     uint64_t kind = 0, window = 0;
-    if (!r.U(8, &e.scope) || !r.U(1, &kind) || !r.U(8, &window) || !r.I64(&e.expiry)) {
+    if (!r.GetUint(8, &e.scope) || !r.GetUint(1, &kind) || !r.GetUint(8, &window) ||
+        !r.Get(&e.expiry)) {
       return Corrupt("truncated entry");
     }
     const bool block = (kind & kBlockKind) != 0;
@@ -198,12 +174,12 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
       // No payload.
     } else if (table == StateShape::kLog) {
       uint64_t runs = 0;
-      if (!r.U(4, &runs)) return Corrupt("truncated log");
+      if (!r.GetUint(4, &runs)) return Corrupt("truncated log");
       if (runs > kMaxDecodedRuns) return Corrupt("log too long");
       int64_t last = INT64_MIN, total = 0;
       for (uint64_t k = 0; k < runs; ++k) {
         int64_t t = 0, c = 0;
-        if (!r.I64(&t) || !r.I64(&c)) return Corrupt("truncated log");
+        if (!r.Get(&t) || !r.Get(&c)) return Corrupt("truncated log");
         if (t < -kMaxTime || t > kMaxTime || t < last) return Corrupt("bad log time");
         if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
           return Corrupt("bad log count");
@@ -214,18 +190,18 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
       }
     } else if (table == StateShape::kLeases) {
       uint64_t n = 0;
-      if (!r.U(4, &n)) return Corrupt("truncated leases");
+      if (!r.GetUint(4, &n)) return Corrupt("truncated leases");
       if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
       for (uint64_t k = 0; k < n; ++k) {
         uint64_t nonce = 0;
         int64_t t = 0;
-        if (!r.U(8, &nonce) || !r.I64(&t)) return Corrupt("truncated leases");
+        if (!r.GetUint(8, &nonce) || !r.Get(&t)) return Corrupt("truncated leases");
         if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return Corrupt("bad lease");
         e.leases.emplace_back(nonce, t);
       }
     } else {
       for (size_t k = 0; k < PayloadWords(table); ++k) {
-        if (!r.I64(&e.words[k])) return Corrupt("truncated state");
+        if (!r.Get(&e.words[k])) return Corrupt("truncated state");
       }
     }
     bytes += EntryBytes(e.id);

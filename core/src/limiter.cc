@@ -33,9 +33,9 @@ using internal::Slot3;
 using internal::SlotBlock;
 using internal::SlotLease;
 using internal::SlotLog;
-using internal::State2;
-using internal::State3;
 using internal::StateShape;
+using internal::ThreeWordState;
+using internal::TwoWordState;
 
 namespace {
 
@@ -139,12 +139,12 @@ struct Pending {
   uint64_t key;
   uint32_t shard;
   StateShape kind;
-  const Slot2* slot2;  // found state, by table
-  const Slot3* slot3;
-  const SlotLog* slotl;
-  const SlotLease* slote;  // set only by peeks and acquires (the only runs that see leases)
-  State2 state2;
-  State3 state3;
+  const Slot2* two_slot;  // found state, by table
+  const Slot3* three_slot;
+  const SlotLog* log_slot;
+  const SlotLease* lease_slot;  // set only by peeks and acquires (the only runs that see leases)
+  TwoWordState two;
+  ThreeWordState three;
   int64_t expiry_ms;
   LogBuf* new_log;       // a log created by this check, to insert
   LeaseBuf* new_leases;  // a lease set created by this acquire, to insert
@@ -332,14 +332,14 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateTwo(Pending& q, const Sh
                                                             int64_t cost)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   auto it = sh.two.find(q.key);
-  State2 old;
+  TwoWordState old;
   if (it != sh.two.end()) {
-    q.slot2 = &*it;
-    old = State2{expiry.FromRel(it->rel_a()), it->b};
+    q.two_slot = &*it;
+    old = TwoWordState{expiry.FromRel(it->rel_time()), it->word};
   }
-  const internal::Step<State2> step =
-      internal::TwoWordStep(q.slot2 != nullptr ? &old : nullptr, limit, now, cost);
-  q.state2 = step.state;
+  const internal::Step<TwoWordState> step =
+      internal::TwoWordStep(q.two_slot != nullptr ? &old : nullptr, limit, now, cost);
+  q.two = step.state;
   q.expiry_ms = step.expiry_ms;
   return step.result;
 }
@@ -350,14 +350,14 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateThree(Pending& q, const 
                                                               int64_t cost)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   auto it = sh.three.find(q.key);
-  State3 old;
+  ThreeWordState old;
   if (it != sh.three.end()) {
-    q.slot3 = &*it;
-    old = State3{expiry.FromRel(it->rel_a()), it->b(), it->c()};
+    q.three_slot = &*it;
+    old = ThreeWordState{expiry.FromRel(it->rel_time()), it->previous(), it->current()};
   }
-  const internal::Step<State3> step =
-      internal::ThreeWordStep(q.slot3 != nullptr ? &old : nullptr, limit, now, cost);
-  q.state3 = step.state;
+  const internal::Step<ThreeWordState> step =
+      internal::ThreeWordStep(q.three_slot != nullptr ? &old : nullptr, limit, now, cost);
+  q.three = step.state;
   q.expiry_ms = step.expiry_ms;
   return step.result;
 }
@@ -367,7 +367,7 @@ LimitResult EvaluateLog(Pending& q, const Shard& sh, const Limit& limit, int64_t
   auto it = sh.logs.find(q.key);
   LogBuf* log = nullptr;
   if (it != sh.logs.end()) {
-    q.slotl = &*it;
+    q.log_slot = &*it;
     log = it->log;
     internal::LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
   }
@@ -379,7 +379,7 @@ LimitResult EvaluateLeases(Pending& q, const Shard& sh, const Limit& limit, int6
   auto it = sh.leases.find(q.key);
   const LeaseBuf* leases = nullptr;
   if (it != sh.leases.end()) {
-    q.slote = &*it;
+    q.lease_slot = &*it;
     leases = it->leases;
   }
   return internal::LeaseEvaluate(leases, limit, now, &q.expiry_ms);
@@ -390,13 +390,14 @@ void InsertNew(Pending& q, Shard& sh, const internal::ExpiryCodec& expiry, uint3
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   switch (q.kind) {
     case StateShape::kTwoWord: {
-      Slot2 slot{q.key, word, 0, 0, q.state2.b};
-      slot.set_rel_a(expiry.ToRel(q.state2.a));
+      Slot2 slot{q.key, word, 0, 0, q.two.word};
+      slot.set_rel_time(expiry.ToRel(q.two.time));
       sh.two.insert(slot);
       break;
     }
     case StateShape::kThreeWord: {
-      sh.three.insert(Slot3(q.key, word, expiry.ToRel(q.state3.a), q.state3.b, q.state3.c));
+      sh.three.insert(
+          Slot3(q.key, word, expiry.ToRel(q.three.time), q.three.previous, q.three.current));
       break;
     }
     case StateShape::kLog:
@@ -437,12 +438,12 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       // Only the members read before being written: value-initializing all of Pending (with its
       // LimitResult and states) cost ~27 instructions per limit.
       new (&p[i]) Pending;
-      p[i].slot2 = nullptr;
-      p[i].slot3 = nullptr;
-      p[i].slotl = nullptr;
+      p[i].two_slot = nullptr;
+      p[i].three_slot = nullptr;
+      p[i].log_slot = nullptr;
       p[i].new_log = nullptr;
       if constexpr (kLeases) {
-        p[i].slote = nullptr;
+        p[i].lease_slot = nullptr;
         p[i].new_leases = nullptr;
       }
       p[i].key = keys[i] = k;
@@ -453,8 +454,8 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
   }
   // Whether a pending limit found a stored state.
   auto found = [](const Pending& q) {
-    bool f = q.slot2 != nullptr || q.slot3 != nullptr || q.slotl != nullptr;
-    if constexpr (kLeases) f = f || q.slote != nullptr;
+    bool f = q.two_slot != nullptr || q.three_slot != nullptr || q.log_slot != nullptr;
+    if constexpr (kLeases) f = f || q.lease_slot != nullptr;
     return f;
   };
   const size_t lock_count = LockShards(locked, n);
@@ -541,38 +542,38 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.kind == StateShape::kLog) {
         if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
-        LogBuf* log = q.slotl != nullptr ? q.slotl->log : nullptr;
+        LogBuf* log = q.log_slot != nullptr ? q.log_slot->log : nullptr;
         const size_t before = internal::LogBytes(log);
         log = internal::LogAppend(log, limits[i], now, cost);
         sh.log_bytes += internal::LogBytes(log) - before;
         logs_grew = true;
-        if (q.slotl != nullptr) {
-          q.slotl->log = log;
-          q.slotl->expiry = expiry;
+        if (q.log_slot != nullptr) {
+          q.log_slot->log = log;
+          q.log_slot->expiry = expiry;
         } else {
           q.new_log = log;
         }
-      } else if (q.slot2 != nullptr) {
-        q.slot2->set_rel_a(expiry_.ToRel(q.state2.a));
-        q.slot2->b = q.state2.b;
-        q.slot2->expiry = expiry;
-      } else if (q.slot3 != nullptr) {
-        q.slot3->set_rel_a(expiry_.ToRel(q.state3.a));
-        q.slot3->set_counts(q.state3.b, q.state3.c);
-        q.slot3->expiry = expiry;
+      } else if (q.two_slot != nullptr) {
+        q.two_slot->set_rel_time(expiry_.ToRel(q.two.time));
+        q.two_slot->word = q.two.word;
+        q.two_slot->expiry = expiry;
+      } else if (q.three_slot != nullptr) {
+        q.three_slot->set_rel_time(expiry_.ToRel(q.three.time));
+        q.three_slot->set_counts(q.three.previous, q.three.current);
+        q.three_slot->expiry = expiry;
       } else if constexpr (kOp == Op::kAcquire) {
         if (q.kind != StateShape::kLeases || ((unstored >> i) & 1)) continue;
         // The lease: held until released or until its ttl has run out.
         const int64_t lease_end = internal::Clamp64(internal::int128{now} + limits[i].window_ms);
-        LeaseBuf* leases = q.slote != nullptr ? q.slote->leases : nullptr;
+        LeaseBuf* leases = q.lease_slot != nullptr ? q.lease_slot->leases : nullptr;
         const size_t before = internal::LeaseBytes(leases);
         leases = internal::LeaseAdd(leases, nonce, lease_end, now);
         sh.lease_bytes += internal::LeaseBytes(leases) - before;
         q.expiry_ms = std::max(q.expiry_ms, lease_end);
         *leased = true;
-        if (q.slote != nullptr) {
-          q.slote->leases = leases;
-          q.slote->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
+        if (q.lease_slot != nullptr) {
+          q.lease_slot->leases = leases;
+          q.lease_slot->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
         } else {
           q.new_leases = leases;
         }
@@ -607,14 +608,14 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
       const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(results[i]));
       if (q.expiry_ms <= now) {
         if (sh.Erase(q.kind, q.key)) ++sh.expired;
-      } else if (q.slot2 != nullptr) {
-        q.slot2->expiry = expiry;
-      } else if (q.slot3 != nullptr) {
-        q.slot3->expiry = expiry;
-      } else if (q.slotl != nullptr) {
-        q.slotl->expiry = expiry;
+      } else if (q.two_slot != nullptr) {
+        q.two_slot->expiry = expiry;
+      } else if (q.three_slot != nullptr) {
+        q.three_slot->expiry = expiry;
+      } else if (q.log_slot != nullptr) {
+        q.log_slot->expiry = expiry;
       } else if constexpr (kLeases) {
-        q.slote->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
+        q.lease_slot->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
       }
     }
   }

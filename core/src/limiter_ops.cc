@@ -18,9 +18,9 @@ using internal::Shard;
 using internal::Slot2;
 using internal::Slot3;
 using internal::SlotLog;
-using internal::State2;
-using internal::State3;
 using internal::StateShape;
+using internal::ThreeWordState;
+using internal::TwoWordState;
 
 absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::string_view key,
                                                absl::Span<const Limit> limits, int64_t amount,
@@ -55,10 +55,10 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
     switch (internal::ShapeOf(limit.algorithm)) {
       case StateShape::kTwoWord: {
         auto it = sh.two.find(k);
-        State2 old;
+        TwoWordState old;
         const bool had = it != sh.two.end();
-        if (had) old = State2{expiry_.FromRel(it->rel_a()), it->b};
-        const internal::Step<State2> step =
+        if (had) old = TwoWordState{expiry_.FromRel(it->rel_time()), it->word};
+        const internal::Step<TwoWordState> step =
             internal::TwoWordAdjust(had ? &old : nullptr, limit, now, amount, op);
         r = step.result;
         expiry_ms = step.expiry_ms;
@@ -66,13 +66,13 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
         if (expiry_ms <= now) {
           if (had) sh.two.erase(it);
         } else if (had) {
-          it->set_rel_a(expiry_.ToRel(step.state.a));
-          it->b = step.state.b;
+          it->set_rel_time(expiry_.ToRel(step.state.time));
+          it->word = step.state.word;
           it->expiry = expiry;
         } else if (step.changed) {
           if (MakeRoom(sh, now, 1, keys, n)) {
-            Slot2 slot{k, expiry, 0, 0, step.state.b};
-            slot.set_rel_a(expiry_.ToRel(step.state.a));
+            Slot2 slot{k, expiry, 0, 0, step.state.word};
+            slot.set_rel_time(expiry_.ToRel(step.state.time));
             sh.two.insert(slot);
           } else {
             unstored = true;
@@ -82,10 +82,11 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
       }
       case StateShape::kThreeWord: {
         auto it = sh.three.find(k);
-        State3 old;
+        ThreeWordState old;
         const bool had = it != sh.three.end();
-        if (had) old = State3{expiry_.FromRel(it->rel_a()), it->b(), it->c()};
-        const internal::Step<State3> step =
+        if (had)
+          old = ThreeWordState{expiry_.FromRel(it->rel_time()), it->previous(), it->current()};
+        const internal::Step<ThreeWordState> step =
             internal::ThreeWordAdjust(had ? &old : nullptr, limit, now, amount, op);
         r = step.result;
         expiry_ms = step.expiry_ms;
@@ -93,13 +94,13 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
         if (expiry_ms <= now) {
           if (had) sh.three.erase(it);
         } else if (had) {
-          it->set_rel_a(expiry_.ToRel(step.state.a));
-          it->set_counts(step.state.b, step.state.c);
+          it->set_rel_time(expiry_.ToRel(step.state.time));
+          it->set_counts(step.state.previous, step.state.current);
           it->expiry = expiry;
         } else if (step.changed) {
           if (MakeRoom(sh, now, 1, keys, n)) {
-            sh.three.insert(
-                Slot3(k, expiry, expiry_.ToRel(step.state.a), step.state.b, step.state.c));
+            sh.three.insert(Slot3(k, expiry, expiry_.ToRel(step.state.time), step.state.previous,
+                                  step.state.current));
           } else {
             unstored = true;
           }

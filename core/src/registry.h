@@ -24,23 +24,27 @@ enum AlgorithmTraits : uint8_t {
   kShaping = 4,  // tells accepted calls when to proceed: takes no refund
 };
 
-using TwoWordCheck = Step<State2> (*)(const State2*, const Limit&, int64_t now, int64_t cost);
-using TwoWordAdjustFn = Step<State2> (*)(const State2*, const Limit&, int64_t now, int64_t amount,
-                                         AdjustOp op);
-using ThreeWordCheck = Step<State3> (*)(const State3*, const Limit&, int64_t now, int64_t cost);
-using ThreeWordAdjustFn = Step<State3> (*)(const State3*, const Limit&, int64_t now, int64_t amount,
-                                           AdjustOp op);
+using TwoWordCheck = Step<TwoWordState> (*)(const TwoWordState*, const Limit&, int64_t now,
+                                            int64_t cost);
+using TwoWordAdjustFn = Step<TwoWordState> (*)(const TwoWordState*, const Limit&, int64_t now,
+                                               int64_t amount, AdjustOp op);
+using ThreeWordCheck = Step<ThreeWordState> (*)(const ThreeWordState*, const Limit&, int64_t now,
+                                                int64_t cost);
+using ThreeWordAdjustFn = Step<ThreeWordState> (*)(const ThreeWordState*, const Limit&, int64_t now,
+                                                   int64_t amount, AdjustOp op);
 
 // The step functions of every row whose shape has them (the log and lease shapes are evaluated
 // by sliding_log.h and leases.h).
-#define RL_STEPS_kTwoWord(Name)                                                                   \
-  Step<State2> Name(const State2* state, const Limit& limit, int64_t now, int64_t cost);          \
-  Step<State2> Name##Adjust(const State2* state, const Limit& limit, int64_t now, int64_t amount, \
-                            AdjustOp op);
+#define RL_STEPS_kTwoWord(Name)                                                               \
+  Step<TwoWordState> Name(const TwoWordState* state, const Limit& limit, int64_t now,         \
+                          int64_t cost);                                                      \
+  Step<TwoWordState> Name##Adjust(const TwoWordState* state, const Limit& limit, int64_t now, \
+                                  int64_t amount, AdjustOp op);
 #define RL_STEPS_kThreeWord(Name)                                                                 \
-  Step<State3> Name(const State3* state, const Limit& limit, int64_t now, int64_t cost);          \
-  Step<State3> Name##Adjust(const State3* state, const Limit& limit, int64_t now, int64_t amount, \
-                            AdjustOp op);
+  Step<ThreeWordState> Name(const ThreeWordState* state, const Limit& limit, int64_t now,         \
+                            int64_t cost);                                                        \
+  Step<ThreeWordState> Name##Adjust(const ThreeWordState* state, const Limit& limit, int64_t now, \
+                                    int64_t amount, AdjustOp op);
 #define RL_STEPS_kLog(Name)
 #define RL_STEPS_kLeases(Name)
 #define RL_DECLARE_STEPS(Name, id, spec_name, traits, shape) RL_STEPS_##shape(Name)
@@ -119,21 +123,21 @@ inline int64_t TagWindow(uint64_t tag) {
 
 // A check's two- and three-word steps. The token bucket, the default and most used, is called
 // directly (inline); the others through their rows.
-inline Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t now,
-                                int64_t cost) {
+inline Step<TwoWordState> TwoWordStep(const TwoWordState* state, const Limit& limit, int64_t now,
+                                      int64_t cost) {
   if (limit.algorithm == Algorithm::kTokenBucket) return TokenBucket(state, limit, now, cost);
   return RowOf(limit.algorithm).two_word_check(state, limit, now, cost);
 }
-inline Step<State2> TwoWordAdjust(const State2* state, const Limit& limit, int64_t now,
-                                  int64_t amount, AdjustOp op) {
+inline Step<TwoWordState> TwoWordAdjust(const TwoWordState* state, const Limit& limit, int64_t now,
+                                        int64_t amount, AdjustOp op) {
   return RowOf(limit.algorithm).two_word_adjust(state, limit, now, amount, op);
 }
-inline Step<State3> ThreeWordStep(const State3* state, const Limit& limit, int64_t now,
-                                  int64_t cost) {
+inline Step<ThreeWordState> ThreeWordStep(const ThreeWordState* state, const Limit& limit,
+                                          int64_t now, int64_t cost) {
   return RowOf(limit.algorithm).three_word_check(state, limit, now, cost);
 }
-inline Step<State3> ThreeWordAdjust(const State3* state, const Limit& limit, int64_t now,
-                                    int64_t amount, AdjustOp op) {
+inline Step<ThreeWordState> ThreeWordAdjust(const ThreeWordState* state, const Limit& limit,
+                                            int64_t now, int64_t amount, AdjustOp op) {
   return RowOf(limit.algorithm).three_word_adjust(state, limit, now, amount, op);
 }
 

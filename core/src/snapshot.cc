@@ -2,14 +2,13 @@
 // string, with monotonic times turned into wall-clock times so a restarted process (whose
 // steady clock starts elsewhere) reads them correctly.
 //
-// Layout (little-endian, as the host writes it; snapshots are for the same build and machine
-// class): header {magic "RLSNAP\0\0", u32 version, u32 shard count, u64 seed, i64 wall ms at
-// export}, then records {u8 kind | usage level << 4, u64 key, u32 shard, i64 expiry (wall ms),
-// payload}, then u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b};
-// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)};
-// block: none (the expiry is the block's end, exact); leases {u32 count, count * (u64 nonce,
-// i64 expiry)}. In every two-word state `a` is a time (last update, TAT or window start) and `b`
-// is not.
+// Layout (little-endian, through bytes.h): header {magic "RLSNAP\0\0", u32 version, u32 shard
+// count, u64 seed, i64 wall ms at export}, then records {u8 kind | usage level << 4, u64 key, u32
+// shard, i64 expiry (wall ms), payload}, then u64 XXH64 of everything before it. Payloads: two-word
+// {i64 time, i64 word}; three-word {i64 window start, i64 previous, i64 current}; log {u32 runs,
+// runs * (i64 time, i64 count)}; block: none (the expiry is the block's end, exact); leases {u32
+// count, count * (u64 nonce, i64 expiry)}. Every two- and three-word state starts with a time (last
+// update, TAT or window start); no other word is one.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bytes.h"
 #include "limiter_impl.h"
 #include "sliding_log.h"
 
@@ -52,36 +52,8 @@ constexpr uint8_t kKindLeases = 4;
 // A lease set's bound in a snapshot (the limiter's own is kMaxConcurrency per set).
 constexpr uint32_t kMaxSnapshotLeases = 1 << 20;
 
-class Writer {
- public:
-  explicit Writer(std::string* out) : out_(out) {}
-  template <typename T>
-  void Put(T v) {
-    out_->append(reinterpret_cast<const char*>(&v), sizeof(v));
-  }
-
- private:
-  std::string* out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (data_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(v, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  size_t left() const { return data_.size() - pos_; }
-  size_t pos() const { return pos_; }
-  void Skip(size_t n) { pos_ += n; }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
+using internal::ByteReader;
+using internal::ByteWriter;
 
 // Saturating shift between the monotonic and wall-clock frames.
 int64_t Shift(int64_t t, int64_t delta) { return Clamp64(int128{t} + delta); }
@@ -107,7 +79,7 @@ int64_t Limiter::Impl::ToWall(int64_t mono_now, int64_t floor_wall) const {
 
 absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) const {
   out->clear();
-  Writer w(out);
+  ByteWriter w(out);
   const int64_t mono_now = clock_->NowMs();
   // Never before a wall time already exported or imported: a wall clock stepped back meanwhile
   // must not make this snapshot's times look newer than those of the last.
@@ -134,14 +106,14 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
     };
     for (const Slot2& s : sh.two) {
       head(0, s.key, s.expiry);
-      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
-      w.Put<int64_t>(s.b);
+      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_time()), to_wall));
+      w.Put<int64_t>(s.word);
     }
     for (const Slot3& s : sh.three) {
       head(1, s.key, s.expiry);
-      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
-      w.Put<int64_t>(s.b());
-      w.Put<int64_t>(s.c());
+      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_time()), to_wall));
+      w.Put<int64_t>(s.previous());
+      w.Put<int64_t>(s.current());
     }
     for (const SlotLog& s : sh.logs) {
       runs.clear();
@@ -200,7 +172,7 @@ struct Record {
 bool LiveRun(int64_t t, int64_t mono_now) { return t > mono_now - kMaxWindowMs; }
 
 // Reads and validates one record, log runs included.
-absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to_mono,
+absl::Status ReadRecord(ByteReader& r, uint32_t version, uint32_t shards, int64_t to_mono,
                         int64_t mono_now, Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
@@ -285,7 +257,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     return absl::DataLossError("snapshot checksum mismatch");
   }
   const std::string_view payload = body.substr(sizeof(kMagic));
-  Reader r(payload);
+  ByteReader r(payload);
   uint32_t version, shards;
   uint64_t seed;
   int64_t exported_wall;
@@ -350,7 +322,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     sh.blocks.reserve(counts[i * kKinds + kKindBlock]);
     sh.leases.reserve(counts[i * kKinds + kKindLeases]);
   }
-  Reader again(payload);
+  ByteReader again(payload);
   again.Skip(records_at);
   while (again.left() > 0) {
     // Validated by the first pass.
@@ -361,7 +333,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
     if (rec.kind == 0) {
       Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
-      slot.set_rel_a(expiry_.ToRel(rec.v[0]));
+      slot.set_rel_time(expiry_.ToRel(rec.v[0]));
       sh.two.insert(slot);
     } else if (rec.kind == 1) {
       sh.three.insert(Slot3(rec.key, expiry, expiry_.ToRel(rec.v[0]), Slot3::ClampCount(rec.v[1]),
@@ -369,7 +341,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     } else if (rec.kind == kKindBlock) {
       sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
     } else if (rec.kind == kKindLeases) {
-      Reader entries(payload);
+      ByteReader entries(payload);
       entries.Skip(rec.runs_at);
       std::vector<std::pair<uint64_t, int64_t>> leases;
       for (uint32_t i = 0; i < rec.runs; ++i) {
@@ -392,7 +364,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     } else {
       // The limit only sizes the buffer here; the real one applies from the next check.
       const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};
-      Reader runs(payload);
+      ByteReader runs(payload);
       runs.Skip(rec.runs_at);
       LogBuf* log = nullptr;
       for (uint32_t i = 0; i < rec.runs; ++i) {

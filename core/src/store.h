@@ -36,15 +36,15 @@ namespace rl::internal {
 struct Slot2 {
   uint64_t key;
   mutable uint32_t expiry;  // coarse expiry (see ExpiryCodec); 0 = already expired
-  mutable uint16_t a_hi;
-  mutable uint32_t a_lo;
-  mutable int64_t b;
+  mutable uint16_t time_hi;
+  mutable uint32_t time_lo;
+  mutable int64_t word;
 
-  int64_t rel_a() const { return Unpack48(a_hi, a_lo); }
+  int64_t rel_time() const { return Unpack48(time_hi, time_lo); }
   // Assigns the members directly: a pointer to a packed member would be misaligned (UB).
-  void set_rel_a(int64_t rel) const {
-    a_hi = Hi48(rel);
-    a_lo = Lo48(rel);
+  void set_rel_time(int64_t rel) const {
+    time_hi = Hi48(rel);
+    time_lo = Lo48(rel);
   }
   static int64_t Unpack48(uint16_t hi, uint32_t lo) {
     // Shift up then arithmetic-shift down to sign-extend the 48-bit value.
@@ -63,26 +63,28 @@ struct Slot2 {
 struct Slot3 {
   uint64_t key;
   mutable uint32_t expiry;
-  mutable uint16_t a_hi;
-  mutable uint32_t a_lo;
-  mutable uint8_t counts[14];  // b in bytes 0-6, c in bytes 7-13, little-endian
+  mutable uint16_t time_hi;
+  mutable uint32_t time_lo;
+  mutable uint8_t counts[14];  // previous in bytes 0-6, current in bytes 7-13, little-endian
 
-  Slot3(uint64_t k, uint32_t e, int64_t rel, int64_t b, int64_t c) : key(k), expiry(e) {
-    set_rel_a(rel);
-    set_counts(b, c);
+  Slot3(uint64_t k, uint32_t e, int64_t rel, int64_t previous, int64_t current)
+      : key(k), expiry(e) {
+    set_rel_time(rel);
+    set_counts(previous, current);
   }
-  int64_t rel_a() const { return Slot2::Unpack48(a_hi, a_lo); }
-  void set_rel_a(int64_t rel) const {
-    a_hi = Slot2::Hi48(rel);
-    a_lo = Slot2::Lo48(rel);
+  int64_t rel_time() const { return Slot2::Unpack48(time_hi, time_lo); }
+  void set_rel_time(int64_t rel) const {
+    time_hi = Slot2::Hi48(rel);
+    time_lo = Slot2::Lo48(rel);
   }
   // Each reads 8 bytes that stay inside the slot and drops the neighbour's byte.
-  int64_t b() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
-  int64_t c() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
-  void set_counts(int64_t b, int64_t c) const {
-    const uint64_t lo = static_cast<uint64_t>(b) & kCountMask, hi = static_cast<uint64_t>(c);
-    const uint64_t first = lo | hi << 56;  // b and c's low byte
-    const uint64_t rest = hi >> 8;         // c's other six bytes
+  int64_t previous() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
+  int64_t current() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
+  void set_counts(int64_t previous, int64_t current) const {
+    const uint64_t lo = static_cast<uint64_t>(previous) & kCountMask;
+    const uint64_t hi = static_cast<uint64_t>(current);
+    const uint64_t first = lo | hi << 56;  // previous and current's low byte
+    const uint64_t rest = hi >> 8;         // current's other six bytes
     std::memcpy(counts, &first, 8);
     std::memcpy(counts + 8, &rest, 6);
   }
