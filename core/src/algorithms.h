@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/base/attributes.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
 
@@ -111,7 +112,7 @@ Step<TwoWordState> TokenBucketGeneral(const TwoWordState* state, const Limit& li
 // 10^9 per day) and the stored state agrees: every value fits in 64 bits, a millisecond refills
 // exactly `limit` units, and it takes two divisions instead of a dozen 128-bit operations.
 // Inline: every token-bucket check runs it, and out of line the call and the returned Step
-// cost a check ~30 instructions.
+// showed in its cost.
 inline Step<TwoWordState> TokenBucketExact(const TwoWordState* state, int64_t cap, int64_t l,
                                            int64_t w, int64_t now_ms, int64_t cost) {
   const int64_t full = cap * w;
@@ -156,8 +157,9 @@ inline Step<TwoWordState> TokenBucketExact(const TwoWordState* state, int64_t ca
   return step;
 }
 
-inline Step<TwoWordState> TokenBucket(const TwoWordState* state, const Limit& limit, int64_t now_ms,
-                                      int64_t cost) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline Step<TwoWordState> TokenBucket(const TwoWordState* state,
+                                                                   const Limit& limit,
+                                                                   int64_t now_ms, int64_t cost) {
   const int64_t cap = limit.capacity();
   const int64_t w = limit.window_ms;
   // Shift 0 (the bit lengths alone prove capacity * window < 2^56), and a state that is not in

@@ -112,6 +112,131 @@ int64_t ShiftTime(int64_t t, int64_t shift) {
   return static_cast<int64_t>(std::clamp<__int128>(moved, -kMaxTime, kMaxTime));
 }
 
+// One parsed entry, kept until every entry is read, so nothing is allocated for hostile sizes
+// beyond what the input itself holds.
+struct Parsed {
+  uint64_t scope;
+  uint64_t id;
+  int64_t expiry;
+  int64_t words[3];
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  std::vector<std::pair<uint64_t, int64_t>> leases;
+};
+
+// Reads a state's payload (a log's runs, a lease set or its words) into *e.
+absl::Status ReadPayload(ByteReader& r, StateShape table, Parsed* e) {
+  if (table == StateShape::kLog) {
+    uint64_t runs = 0;
+    if (!r.GetUint(4, &runs)) return Corrupt("truncated log");
+    if (runs > kMaxDecodedRuns) return Corrupt("log too long");
+    int64_t last = INT64_MIN, total = 0;
+    for (uint64_t k = 0; k < runs; ++k) {
+      int64_t t = 0, c = 0;
+      if (!r.Get(&t) || !r.Get(&c)) return Corrupt("truncated log");
+      if (t < -kMaxTime || t > kMaxTime || t < last) return Corrupt("bad log time");
+      if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
+        return Corrupt("bad log count");
+      }
+      total += c;
+      last = t;
+      e->runs.emplace_back(t, c);
+    }
+  } else if (table == StateShape::kLeases) {
+    uint64_t n = 0;
+    if (!r.GetUint(4, &n)) return Corrupt("truncated leases");
+    if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t nonce = 0;
+      int64_t t = 0;
+      if (!r.GetUint(8, &nonce) || !r.Get(&t)) return Corrupt("truncated leases");
+      if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return Corrupt("bad lease");
+      e->leases.emplace_back(nonce, t);
+    }
+  } else {
+    for (size_t k = 0; k < PayloadWords(table); ++k) {
+      if (!r.Get(&e->words[k])) return Corrupt("truncated state");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Reads and validates one entry of an encoding of `version`; `before` holds the entries read.
+absl::Status ReadEntry(ByteReader& r, uint64_t version, const std::vector<Parsed>& before,
+                       Parsed* e) {
+  uint64_t kind = 0, window = 0;
+  if (!r.GetUint(8, &e->scope) || !r.GetUint(1, &kind) || !r.GetUint(8, &window) ||
+      !r.Get(&e->expiry)) {
+    return Corrupt("truncated entry");
+  }
+  const bool block = (kind & kBlockKind) != 0;
+  const uint64_t algorithm = kind & ~uint64_t{kBlockKind};
+  const uint64_t max_algorithm = version == kVersionRates ? kLastIdOfVersion1
+                                 : version == kVersionBlocksAndLeases
+                                     ? kLastIdOfVersion2
+                                     : internal::kAlgorithmCount - 1;
+  if (algorithm > max_algorithm || algorithm >= internal::kAlgorithmCount ||
+      (block && version == kVersionRates)) {
+    return Corrupt("unknown algorithm");
+  }
+  const bool leases = internal::ShapeOf(static_cast<Algorithm>(algorithm)) == StateShape::kLeases;
+  if (block && leases) return Corrupt("block of leases");
+  if (leases ? window != 0 : (window < 1 || window > static_cast<uint64_t>(kMaxWindowMs))) {
+    return Corrupt("bad window");
+  }
+  e->id = LimitId(static_cast<Algorithm>(algorithm), static_cast<int64_t>(window)) |
+          (block ? kBlockBit : 0);
+  for (const Parsed& other : before) {
+    if (other.scope == e->scope && other.id == e->id) return Corrupt("duplicate state");
+  }
+  const StateShape table = internal::ShapeOf(static_cast<Algorithm>(algorithm));
+  if (block) return absl::OkStatus();  // no payload
+  return ReadPayload(r, table, e);
+}
+
+// Writes entry `e` (its times moved by `shift_ms`) at `off` of a block with room for it;
+// returns the offset after it.
+size_t PutEntry(Block& b, size_t off, Parsed& e, int64_t shift_ms) {
+  char* p = b.p;
+  // Times are validated as stored and moved afterwards; words[0] is the time of every
+  // two- and three-word state (last update, TAT or window start).
+  e.expiry = ShiftTime(e.expiry, shift_ms);
+  e.words[0] = ShiftTime(e.words[0], shift_ms);
+  for (auto& run : e.runs) run.first = ShiftTime(run.first, shift_ms);
+  for (auto& lease : e.leases) lease.second = ShiftTime(lease.second, shift_ms);
+  Store<uint64_t>(p + off, e.scope);
+  Store<uint64_t>(p + off + 8, e.id);
+  b.set_expiry(off, e.expiry);
+  if (IdIsBlock(e.id)) {
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+    return off + EntryBytes(e.id);
+  }
+  const StateShape kind = internal::ShapeOf(IdAlgorithm(e.id));
+  if (kind == StateShape::kLog) {
+    b.set_log(off, nullptr);
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+    int64_t total = 0;
+    for (const auto& run : e.runs) total += run.second;
+    const Limit sizing{Algorithm::kSlidingLog, std::clamp<int64_t>(total, 1, kMaxLimit), 1};
+    LogBuf* log = nullptr;
+    for (const auto& [t, c] : e.runs) {
+      log = internal::LogAppend(log, sizing, t, c);
+      b.set_log(off, log);
+    }
+  } else if (kind == StateShape::kLeases) {
+    b.set_leases(off, nullptr);
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+    b.set_leases(off, internal::LeaseFromEntries(e.leases));
+  } else {
+    for (size_t k = 0; k < PayloadWords(kind); ++k) b.set_word(off, k, e.words[k]);
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+  }
+  return off + EntryBytes(e.id);
+}
+
 }  // namespace
 
 absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) { return Decode(data, 0); }
@@ -124,139 +249,29 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
     return Corrupt(absl::StrCat("unsupported encoding version ", version));
   }
   if (count > kMaxStates) return Corrupt("too many states");
-  KeyState state;
   if (count == 0) {
     if (!r.done()) return Corrupt("trailing bytes");
-    return state;
+    return KeyState();
   }
-  // First pass into a vector of parsed entries, so nothing is allocated for hostile sizes
-  // beyond what the input itself holds.
-  struct Parsed {
-    uint64_t scope;
-    uint64_t id;
-    int64_t expiry;
-    int64_t words[3];
-    std::vector<std::pair<int64_t, int64_t>> runs;
-    std::vector<std::pair<uint64_t, int64_t>> leases;
-  };
   std::vector<Parsed> entries;
   entries.reserve(count);
   size_t bytes = kHeaderBytes;
   for (uint64_t i = 0; i < count; ++i) {
     Parsed e{};
-    uint64_t kind = 0, window = 0;
-    if (!r.GetUint(8, &e.scope) || !r.GetUint(1, &kind) || !r.GetUint(8, &window) ||
-        !r.Get(&e.expiry)) {
-      return Corrupt("truncated entry");
-    }
-    const bool block = (kind & kBlockKind) != 0;
-    const uint64_t algorithm = kind & ~uint64_t{kBlockKind};
-    const uint64_t max_algorithm = version == kVersionRates ? kLastIdOfVersion1
-                                   : version == kVersionBlocksAndLeases
-                                       ? kLastIdOfVersion2
-                                       : internal::kAlgorithmCount - 1;
-    if (algorithm > max_algorithm || algorithm >= internal::kAlgorithmCount ||
-        (block && version == kVersionRates)) {
-      return Corrupt("unknown algorithm");
-    }
-    const bool leases = internal::ShapeOf(static_cast<Algorithm>(algorithm)) == StateShape::kLeases;
-    if (block && leases) return Corrupt("block of leases");
-    if (leases ? window != 0 : (window < 1 || window > static_cast<uint64_t>(kMaxWindowMs))) {
-      return Corrupt("bad window");
-    }
-    e.id = LimitId(static_cast<Algorithm>(algorithm), static_cast<int64_t>(window)) |
-           (block ? kBlockBit : 0);
-    for (const Parsed& other : entries) {
-      if (other.scope == e.scope && other.id == e.id) return Corrupt("duplicate state");
-    }
-    const StateShape table = internal::ShapeOf(static_cast<Algorithm>(algorithm));
-    if (block) {
-      // No payload.
-    } else if (table == StateShape::kLog) {
-      uint64_t runs = 0;
-      if (!r.GetUint(4, &runs)) return Corrupt("truncated log");
-      if (runs > kMaxDecodedRuns) return Corrupt("log too long");
-      int64_t last = INT64_MIN, total = 0;
-      for (uint64_t k = 0; k < runs; ++k) {
-        int64_t t = 0, c = 0;
-        if (!r.Get(&t) || !r.Get(&c)) return Corrupt("truncated log");
-        if (t < -kMaxTime || t > kMaxTime || t < last) return Corrupt("bad log time");
-        if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
-          return Corrupt("bad log count");
-        }
-        total += c;
-        last = t;
-        e.runs.emplace_back(t, c);
-      }
-    } else if (table == StateShape::kLeases) {
-      uint64_t n = 0;
-      if (!r.GetUint(4, &n)) return Corrupt("truncated leases");
-      if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
-      for (uint64_t k = 0; k < n; ++k) {
-        uint64_t nonce = 0;
-        int64_t t = 0;
-        if (!r.GetUint(8, &nonce) || !r.Get(&t)) return Corrupt("truncated leases");
-        if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return Corrupt("bad lease");
-        e.leases.emplace_back(nonce, t);
-      }
-    } else {
-      for (size_t k = 0; k < PayloadWords(table); ++k) {
-        if (!r.Get(&e.words[k])) return Corrupt("truncated state");
-      }
-    }
+    if (absl::Status s = ReadEntry(r, version, entries, &e); !s.ok()) return s;
     bytes += EntryBytes(e.id);
     entries.push_back(std::move(e));
   }
   if (!r.done()) return Corrupt("trailing bytes");
 
   char* p = static_cast<char*>(internal::StateAlloc(bytes));
-  Block b{p};
   Store<uint16_t>(p, 0);
   Store<uint16_t>(p + 2, 0);
   Store<uint32_t>(p + 4, static_cast<uint32_t>(kHeaderBytes));
-  state.block_ = p;  // owned from here on, so a throwing allocation leaks nothing
+  KeyState state = AdoptBlock(p);  // owned from here on, so a throwing allocation leaks nothing
+  Block b{p};
   size_t off = kHeaderBytes;
-  for (Parsed& e : entries) {
-    // Times are validated as stored and moved afterwards; words[0] is the time of every
-    // two- and three-word state (last update, TAT or window start).
-    e.expiry = ShiftTime(e.expiry, shift_ms);
-    e.words[0] = ShiftTime(e.words[0], shift_ms);
-    for (auto& run : e.runs) run.first = ShiftTime(run.first, shift_ms);
-    for (auto& lease : e.leases) lease.second = ShiftTime(lease.second, shift_ms);
-    Store<uint64_t>(p + off, e.scope);
-    Store<uint64_t>(p + off + 8, e.id);
-    b.set_expiry(off, e.expiry);
-    if (IdIsBlock(e.id)) {
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-      off += EntryBytes(e.id);
-      continue;
-    }
-    const StateShape kind = internal::ShapeOf(IdAlgorithm(e.id));
-    if (kind == StateShape::kLog) {
-      b.set_log(off, nullptr);
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-      int64_t total = 0;
-      for (const auto& run : e.runs) total += run.second;
-      const Limit sizing{Algorithm::kSlidingLog, std::clamp<int64_t>(total, 1, kMaxLimit), 1};
-      LogBuf* log = nullptr;
-      for (const auto& [t, c] : e.runs) {
-        log = internal::LogAppend(log, sizing, t, c);
-        b.set_log(off, log);
-      }
-    } else if (kind == StateShape::kLeases) {
-      b.set_leases(off, nullptr);
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-      b.set_leases(off, internal::LeaseFromEntries(e.leases));
-    } else {
-      for (size_t k = 0; k < PayloadWords(kind); ++k) b.set_word(off, k, e.words[k]);
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-    }
-    off += EntryBytes(e.id);
-  }
+  for (Parsed& e : entries) off = PutEntry(b, off, e, shift_ms);
   return state;
 }
 

@@ -22,6 +22,121 @@ using internal::StateShape;
 using internal::ThreeWordState;
 using internal::TwoWordState;
 
+// One limit of a refund or charge, in its locked shard: its new state written, dropped when it
+// is equivalent to fresh, or (a new state that found no room) not stored, which sets *unstored.
+// Returns what a check of cost 0 answers right after.
+LimitResult Limiter::Impl::AdjustOne(Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                                     int64_t amount, AdjustOp op, const uint64_t* keys, size_t n,
+                                     bool* unstored) {
+  switch (internal::ShapeOf(limit.algorithm)) {
+    case StateShape::kTwoWord:
+      return AdjustTwoWord(sh, k, limit, now, amount, op, keys, n, unstored);
+    case StateShape::kThreeWord:
+      return AdjustThreeWord(sh, k, limit, now, amount, op, keys, n, unstored);
+    case StateShape::kLog:
+      return AdjustLog(sh, k, limit, now, amount, op, keys, n, unstored);
+    case StateShape::kLeases:
+      break;  // refused by ValidateAdjust
+  }
+  return LimitResult{};
+}
+
+LimitResult Limiter::Impl::AdjustTwoWord(Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                                         int64_t amount, AdjustOp op, const uint64_t* keys,
+                                         size_t n, bool* unstored) {
+  auto it = sh.two.find(k);
+  TwoWordState old;
+  const bool had = it != sh.two.end();
+  if (had) old = TwoWordState{expiry_.FromRel(it->rel_time()), it->word};
+  const internal::Step<TwoWordState> step =
+      internal::TwoWordAdjust(had ? &old : nullptr, limit, now, amount, op);
+  const uint32_t expiry = expiry_.Encode(step.expiry_ms, internal::UsageLevel(step.result));
+  if (step.expiry_ms <= now) {
+    if (had) sh.two.erase(it);
+  } else if (had) {
+    it->set_rel_time(expiry_.ToRel(step.state.time));
+    it->word = step.state.word;
+    it->expiry = expiry;
+  } else if (step.changed) {
+    if (MakeRoom(sh, now, 1, keys, n)) {
+      Slot2 slot{k, expiry, 0, 0, step.state.word};
+      slot.set_rel_time(expiry_.ToRel(step.state.time));
+      sh.two.insert(slot);
+    } else {
+      *unstored = true;
+    }
+  }
+  return step.result;
+}
+
+LimitResult Limiter::Impl::AdjustThreeWord(Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                                           int64_t amount, AdjustOp op, const uint64_t* keys,
+                                           size_t n, bool* unstored) {
+  auto it = sh.three.find(k);
+  ThreeWordState old;
+  const bool had = it != sh.three.end();
+  if (had) old = ThreeWordState{expiry_.FromRel(it->rel_time()), it->previous(), it->current()};
+  const internal::Step<ThreeWordState> step =
+      internal::ThreeWordAdjust(had ? &old : nullptr, limit, now, amount, op);
+  const uint32_t expiry = expiry_.Encode(step.expiry_ms, internal::UsageLevel(step.result));
+  if (step.expiry_ms <= now) {
+    if (had) sh.three.erase(it);
+  } else if (had) {
+    it->set_rel_time(expiry_.ToRel(step.state.time));
+    it->set_counts(step.state.previous, step.state.current);
+    it->expiry = expiry;
+  } else if (step.changed) {
+    if (MakeRoom(sh, now, 1, keys, n)) {
+      sh.three.insert(Slot3(k, expiry, expiry_.ToRel(step.state.time), step.state.previous,
+                            step.state.current));
+    } else {
+      *unstored = true;
+    }
+  }
+  return step.result;
+}
+
+LimitResult Limiter::Impl::AdjustLog(Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                                     int64_t amount, AdjustOp op, const uint64_t* keys, size_t n,
+                                     bool* unstored) {
+  auto it = sh.logs.find(k);
+  const bool had = it != sh.logs.end();
+  LogBuf* log = had ? it->log : nullptr;
+  internal::LogPrune(log, limit.window_ms, now);
+  const bool grows = amount > 0 && op == AdjustOp::kCharge;
+  int64_t expiry_ms = now;
+  LimitResult r;
+  if (!had && grows && !MakeRoom(sh, now, 1, keys, n)) {
+    *unstored = true;
+    LogBuf* scratch = internal::LogAdjust(nullptr, limit, now, amount, op);
+    r = internal::LogEvaluate(scratch, limit, now, 0, &expiry_ms);
+    internal::LogFree(scratch);
+    return r;
+  }
+  const size_t before = internal::LogBytes(log);
+  log = internal::LogAdjust(log, limit, now, amount, op);
+  r = internal::LogEvaluate(log, limit, now, 0, &expiry_ms);
+  const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
+  if (expiry_ms <= now) {
+    // Empty: the state is fresh again.
+    if (had) {
+      it->log = log;
+      sh.log_bytes += internal::LogBytes(log) - before;
+      sh.Erase(StateShape::kLog, k);
+    } else {
+      internal::LogFree(log);
+    }
+  } else if (had) {
+    it->log = log;
+    it->expiry = expiry;
+    sh.log_bytes += internal::LogBytes(log) - before;
+  } else {
+    sh.logs.insert(SlotLog{k, expiry, log});
+    sh.log_bytes += internal::LogBytes(log);
+  }
+  return r;
+}
+
 absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::string_view key,
                                                absl::Span<const Limit> limits, int64_t amount,
                                                AdjustOp op) {
@@ -46,109 +161,13 @@ absl::StatusOr<Decision> Limiter::Impl::Adjust(std::string_view scope, std::stri
   // is computed: a refund or charge always applies, so there is nothing to decide first. Slot
   // pointers are not kept across MakeRoom, which may erase other states (never this call's).
   for (size_t i = 0; i < n; ++i) {
-    const Limit& limit = limits[i];
-    const uint64_t k = sk[i].key;
     Shard& sh = shards_[sk[i].shard];
     sh.mu.AssertHeld();  // by LockShards
     LimitResult& r = out->limits[i];
-    int64_t expiry_ms = now;
-    switch (internal::ShapeOf(limit.algorithm)) {
-      case StateShape::kTwoWord: {
-        auto it = sh.two.find(k);
-        TwoWordState old;
-        const bool had = it != sh.two.end();
-        if (had) old = TwoWordState{expiry_.FromRel(it->rel_time()), it->word};
-        const internal::Step<TwoWordState> step =
-            internal::TwoWordAdjust(had ? &old : nullptr, limit, now, amount, op);
-        r = step.result;
-        expiry_ms = step.expiry_ms;
-        const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
-        if (expiry_ms <= now) {
-          if (had) sh.two.erase(it);
-        } else if (had) {
-          it->set_rel_time(expiry_.ToRel(step.state.time));
-          it->word = step.state.word;
-          it->expiry = expiry;
-        } else if (step.changed) {
-          if (MakeRoom(sh, now, 1, keys, n)) {
-            Slot2 slot{k, expiry, 0, 0, step.state.word};
-            slot.set_rel_time(expiry_.ToRel(step.state.time));
-            sh.two.insert(slot);
-          } else {
-            unstored = true;
-          }
-        }
-        break;
-      }
-      case StateShape::kThreeWord: {
-        auto it = sh.three.find(k);
-        ThreeWordState old;
-        const bool had = it != sh.three.end();
-        if (had)
-          old = ThreeWordState{expiry_.FromRel(it->rel_time()), it->previous(), it->current()};
-        const internal::Step<ThreeWordState> step =
-            internal::ThreeWordAdjust(had ? &old : nullptr, limit, now, amount, op);
-        r = step.result;
-        expiry_ms = step.expiry_ms;
-        const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
-        if (expiry_ms <= now) {
-          if (had) sh.three.erase(it);
-        } else if (had) {
-          it->set_rel_time(expiry_.ToRel(step.state.time));
-          it->set_counts(step.state.previous, step.state.current);
-          it->expiry = expiry;
-        } else if (step.changed) {
-          if (MakeRoom(sh, now, 1, keys, n)) {
-            sh.three.insert(Slot3(k, expiry, expiry_.ToRel(step.state.time), step.state.previous,
-                                  step.state.current));
-          } else {
-            unstored = true;
-          }
-        }
-        break;
-      }
-      case StateShape::kLog: {
-        auto it = sh.logs.find(k);
-        const bool had = it != sh.logs.end();
-        LogBuf* log = had ? it->log : nullptr;
-        internal::LogPrune(log, limit.window_ms, now);
-        const bool grows = amount > 0 && op == AdjustOp::kCharge;
-        if (!had && grows && !MakeRoom(sh, now, 1, keys, n)) {
-          unstored = true;
-          LogBuf* scratch = internal::LogAdjust(nullptr, limit, now, amount, op);
-          r = internal::LogEvaluate(scratch, limit, now, 0, &expiry_ms);
-          internal::LogFree(scratch);
-          break;
-        }
-        const size_t before = internal::LogBytes(log);
-        log = internal::LogAdjust(log, limit, now, amount, op);
-        r = internal::LogEvaluate(log, limit, now, 0, &expiry_ms);
-        const uint32_t expiry = expiry_.Encode(expiry_ms, internal::UsageLevel(r));
-        if (expiry_ms <= now) {
-          // Empty: the state is fresh again.
-          if (had) {
-            it->log = log;
-            sh.log_bytes += internal::LogBytes(log) - before;
-            sh.Erase(StateShape::kLog, k);
-          } else {
-            internal::LogFree(log);
-          }
-        } else if (had) {
-          it->log = log;
-          it->expiry = expiry;
-          sh.log_bytes += internal::LogBytes(log) - before;
-        } else {
-          sh.logs.insert(SlotLog{k, expiry, log});
-          sh.log_bytes += internal::LogBytes(log);
-        }
-        break;
-      }
-      case StateShape::kLeases:
-        break;  // refused by ValidateAdjust
-    }
+    r = AdjustOne(sh, sk[i].key, limits[i], now, amount, op, keys, n, &unstored);
     // A refund or charge neither starts nor lifts a block, but its answer shows one.
-    if (limit.block_ms > 0) {
-      const int64_t until = sh.BlockedUntil(k, now);
+    if (limits[i].block_ms > 0) {
+      const int64_t until = sh.BlockedUntil(sk[i].key, now);
       if (until > now) internal::ApplyBlock(r, until, now);
     }
   }

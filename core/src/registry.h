@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/base/attributes.h"
 #include "algorithms.h"
 #include "rl/algorithm_rows.h"
 #include "rl/limit.h"
@@ -123,8 +124,9 @@ inline int64_t TagWindow(uint64_t tag) {
 
 // A check's two- and three-word steps. The token bucket, the default and most used, is called
 // directly (inline); the others through their rows.
-inline Step<TwoWordState> TwoWordStep(const TwoWordState* state, const Limit& limit, int64_t now,
-                                      int64_t cost) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline Step<TwoWordState> TwoWordStep(const TwoWordState* state,
+                                                                   const Limit& limit, int64_t now,
+                                                                   int64_t cost) {
   if (limit.algorithm == Algorithm::kTokenBucket) return TokenBucket(state, limit, now, cost);
   return RowOf(limit.algorithm).two_word_check(state, limit, now, cost);
 }

@@ -60,6 +60,20 @@ inline size_t ConcurrencyIndex(absl::Span<const Limit> limits) {
   return limits.size();
 }
 
+// What a Run does: a check (consumes when all allow), a peek (changes nothing), or an acquire
+// (a check that also takes a lease of its CONCURRENCY limit).
+enum class RunOp : uint8_t { kCheck, kPeek, kAcquire };
+
+// Whether an allowed run writes a limit's state: an acquire of cost 0 takes its lease but
+// consumes nothing from its rate limits.
+inline bool WritesState(RunOp op, int64_t cost, StateShape shape) {
+  return op != RunOp::kAcquire || cost > 0 || shape == StateShape::kLeases;
+}
+// When a lease taken at `now` ends unless released: after its ttl (kept in window_ms).
+inline int64_t LeaseEnd(const Limit& limit, int64_t now) {
+  return Clamp64(int128{now} + limit.window_ms);
+}
+
 // Penalty blocks (BLOCK duration). A limit with BLOCK that denies a call of positive cost on its
 // own (not a cost it can never hold) starts a block of block_ms, unless one is running; while
 // it runs, every call of that limit is denied with nothing remaining and a wait of what is left

@@ -7,9 +7,9 @@
 // slot (Slot2) is 26 bytes (key, coarse expiry with the usage level, a 48-bit time and a 64-bit
 // state word), 27 with absl's control byte: 62 bytes per key at the lowest load factor a table
 // reaches (7/16, just after growing), 31 at the highest (7/8). The shards' unequal shares of the
-// keys (see SharesFor in limiter.cc) keep the whole store near the mean of that cycle, 1.65 slots
-// per key (~45 B), at every key count. Penalty blocks and lease sets live in tables of their own,
-// so only the keys that use them pay for them.
+// keys (see SharesFor in limiter_store.cc) keep the whole store near the mean of that cycle, 1.65
+// slots per key (~45 B), at every key count. Penalty blocks and lease sets live in tables of their
+// own, so only the keys that use them pay for them.
 #pragma once
 
 #include <algorithm>
@@ -240,7 +240,7 @@ class ExpiryCodec {
 
 // A three-state futex mutex (Drepper, "Futexes Are Tricky", mutex 3): 0 free, 1 locked, 2 locked
 // and maybe waited for. Uncontended, lock and unlock are one atomic instruction each, where
-// std::mutex went through pthread's (~55 instructions per check). Under contention it sleeps in
+// std::mutex went through pthread's mutex code on every check. Under contention it sleeps in
 // the kernel as std::mutex does (neither spins). Linux only, like the rest of the project.
 class ABSL_LOCKABLE ShardMutex {
  public:
