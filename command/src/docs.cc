@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "rl/ascii.h"
+#include "rl/limit.h"
 
 namespace rl::command {
 namespace {
@@ -16,16 +17,15 @@ ArgDoc Arg(std::string name, std::string type, uint8_t flags = 0, std::string to
 
 // <limit> := ALGORITHM limit window [BURST n] [BLOCK duration]
 ArgDoc LimitDoc(uint8_t flags) {
-  ArgDoc algorithm{
-      "algorithm",
-      "oneof",
-      "",
-      0,
-      {Arg("token_bucket", "pure-token", 0, "TOKEN_BUCKET"), Arg("gcra", "pure-token", 0, "GCRA"),
-       Arg("sliding_log", "pure-token", 0, "SLIDING_LOG"),
-       Arg("sliding_window", "pure-token", 0, "SLIDING_WINDOW"),
-       Arg("fixed_window", "pure-token", 0, "FIXED_WINDOW"),
-       Arg("leaky_bucket", "pure-token", 0, "LEAKY_BUCKET")}};
+  ArgDoc algorithm{"algorithm", "oneof", "", 0, {}};
+  // Every rate algorithm; CONCURRENCY has a form of its own (ConcurrencyDoc).
+  for (Algorithm a : Algorithms()) {
+    if (a == Algorithm::kConcurrency) continue;
+    const std::string name(AlgorithmName(a));
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    algorithm.arguments.push_back(Arg(lower, "pure-token", 0, name));
+  }
   return ArgDoc{"limit",
                 "block",
                 "",

@@ -25,6 +25,13 @@ absl::StatusOr<int64_t> ParseMaxWait(std::string_view text) {
   return ParseDurationMs(text);
 }
 
+// "TOKEN_BUCKET, GCRA, ..., CONCURRENCY": every algorithm, for the message of a missing limit.
+std::string AlgorithmNames() {
+  std::string names;
+  for (Algorithm a : Algorithms()) names.append(names.empty() ? "" : ", ").append(AlgorithmName(a));
+  return names;
+}
+
 }  // namespace
 
 absl::Status SyntaxError() { return absl::InvalidArgumentError("syntax error"); }
@@ -133,10 +140,8 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
       r->shadow = r->policy->shadow;
     }
   } else {
-    return absl::InvalidArgumentError(
-        "expected a limit (TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, "
-        "LEAKY_BUCKET, CONCURRENCY) or POLICY name, got '" +
-        EchoToken(args[pos]) + "'");
+    return absl::InvalidArgumentError("expected a limit (" + AlgorithmNames() +
+                                      ") or POLICY name, got '" + EchoToken(args[pos]) + "'");
   }
 
   return ParseOptions(verb, args, pos, r);

@@ -34,17 +34,19 @@ LimitResult Never(int64_t limit, int64_t window_ms, int64_t remaining, int64_t r
 }
 
 // Splits a tick count (1 tick = 1/limit ms) into whole ms and the remaining ticks.
-State2 SplitTicks(int128 ticks, int64_t limit) {
+TwoWordState SplitTicks(int128 ticks, int64_t limit) {
   int128 ms = FloorDiv(ticks, limit);
-  State2 s;
-  s.a = Clamp64(ms);
-  s.b = static_cast<int64_t>(ticks - static_cast<int128>(s.a) * limit);
-  if (s.b < 0 || s.b >= limit) s.b = 0;  // only after saturation: ms precision is moot then
+  TwoWordState s;
+  s.time = Clamp64(ms);
+  s.word = static_cast<int64_t>(ticks - static_cast<int128>(s.time) * limit);
+  if (s.word < 0 || s.word >= limit)
+    s.word = 0;  // only after saturation: ms precision is moot then
   return s;
 }
 
-int128 JoinTicks(const State2& s, int64_t limit) {
-  return static_cast<int128>(s.a) * limit + std::min<int64_t>(std::max<int64_t>(s.b, 0), limit - 1);
+int128 JoinTicks(const TwoWordState& s, int64_t limit) {
+  return static_cast<int128>(s.time) * limit +
+         std::min<int64_t>(std::max<int64_t>(s.word, 0), limit - 1);
 }
 
 // The token bucket's unit system for one limit (see TokenShift): d units per token, `full` units
@@ -64,21 +66,21 @@ BucketUnits BucketUnitsFor(const Limit& limit, int shift) {
 
 // The units a stored bucket holds at `now_ms`, refilled and capped at full; negative while a
 // charge's debt is being repaid (the state's time is then in the future).
-int128 UnitsAt(const State2& s, const BucketUnits& u, int shift, int64_t w, int64_t now_ms) {
-  int128 units = s.b & kUnitMask;
+int128 UnitsAt(const TwoWordState& s, const BucketUnits& u, int shift, int64_t w, int64_t now_ms) {
+  int128 units = s.word & kUnitMask;
   // Unsigned: a hostile or corrupt word must not make a negative shift.
   const int old_shift =
-      static_cast<int>(std::min<uint64_t>(62, static_cast<uint64_t>(s.b) >> kUnitBits));
+      static_cast<int>(std::min<uint64_t>(62, static_cast<uint64_t>(s.word) >> kUnitBits));
   if (old_shift != shift) units = Div(units * u.d, std::max<int128>(1, w >> old_shift));
   units = std::min(units, u.full);
-  if (s.a > now_ms) {
+  if (s.time > now_ms) {
     // Clamping to 2^47 ms keeps ahead * num within 128 bits (num < 2^79); debts stop at 2^44.
-    const int128 ahead = std::min<int128>(int128{s.a} - now_ms, int128{1} << 47);
+    const int128 ahead = std::min<int128>(int128{s.time} - now_ms, int128{1} << 47);
     return units - CeilDiv(ahead * u.num, u.den);
   }
   if (units < u.full) {
     // Clamping the idle time to 2^47 ms (4000 years) keeps elapsed * num within 128 bits.
-    const int128 elapsed = std::min<int128>(int128{now_ms} - s.a, int128{1} << 47);
+    const int128 elapsed = std::min<int128>(int128{now_ms} - s.time, int128{1} << 47);
     const int128 gained = elapsed * u.num;
     units = gained >= (u.full - units) * u.den ? u.full
                                                : units + (u.den == 1 ? gained : Div(gained, u.den));
@@ -88,25 +90,26 @@ int128 UnitsAt(const State2& s, const BucketUnits& u, int shift, int64_t w, int6
 
 }  // namespace
 
-Step<State2> TokenBucketGeneral(const State2* state, const Limit& limit, int64_t now_ms,
-                                int64_t cost) {
+Step<TwoWordState> TokenBucketGeneral(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                      int64_t cost) {
   const int64_t cap = limit.capacity();
   const int64_t l = limit.limit;
   const int64_t w = limit.window_ms;
   const int shift = TokenShift(cap, w);
   // The exact path also needs a state that is not in debt (its time not in the future).
-  if (shift == 0 && (state == nullptr || ((state->b >> kUnitBits) == 0 && state->a <= now_ms))) {
+  if (shift == 0 &&
+      (state == nullptr || ((state->word >> kUnitBits) == 0 && state->time <= now_ms))) {
     return TokenBucketExact(state, cap, l, w, now_ms, cost);
   }
   const BucketUnits u = BucketUnitsFor(limit, shift);
   const int128 d = u.d, full = u.full, num = u.num, den = u.den;
 
-  Step<State2> step;
+  Step<TwoWordState> step;
   int128 units = full;
   int64_t last = now_ms;
   if (state != nullptr) {
     step.state = *state;
-    last = std::max(state->a, now_ms);
+    last = std::max(state->time, now_ms);
     units = UnitsAt(*state, u, shift, w, now_ms);
   }
   // ms until `u` units have become `full` again, rounded up.
@@ -122,8 +125,8 @@ Step<State2> TokenBucketGeneral(const State2* state, const Limit& limit, int64_t
   } else if (units >= cost * d) {
     if (cost > 0) {
       units -= cost * d;
-      step.state.a = last;
-      step.state.b = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(units);
+      step.state.time = last;
+      step.state.word = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(units);
     }
     r.allowed = true;
   } else {
@@ -142,15 +145,15 @@ namespace {
 
 // GCRA and the shaping leaky bucket share their arithmetic; they differ only in what an
 // accepted call is told (GCRA: go now; leaky bucket: wait until the queue ahead has drained).
-Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost,
-                     bool shaping) {
+Step<TwoWordState> TatStep(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                           int64_t cost, bool shaping) {
   const int64_t cap = limit.capacity();
   const int64_t l = limit.limit;
   const int64_t w = limit.window_ms;
   const int128 now_t = static_cast<int128>(now_ms) * l;
   const int128 tolerance = static_cast<int128>(cap) * w;  // capacity tokens of w ticks each
 
-  Step<State2> step;
+  Step<TwoWordState> step;
   int128 tat = now_t;
   if (state != nullptr) {
     step.state = *state;
@@ -191,26 +194,29 @@ Step<State2> TatStep(const State2* state, const Limit& limit, int64_t now_ms, in
 
 }  // namespace
 
-Step<State2> Gcra(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+Step<TwoWordState> Gcra(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                        int64_t cost) {
   return TatStep(state, limit, now_ms, cost, /*shaping=*/false);
 }
 
-Step<State2> LeakyBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+Step<TwoWordState> LeakyBucket(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                               int64_t cost) {
   return TatStep(state, limit, now_ms, cost, /*shaping=*/true);
 }
 
-Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+Step<TwoWordState> FixedWindow(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                               int64_t cost) {
   const int64_t l = limit.limit;
   const int64_t w = limit.window_ms;
-  Step<State2> step;
+  Step<TwoWordState> step;
   int64_t start = now_ms;
   int64_t count = 0;
   if (state != nullptr) {
     step.state = *state;
     // A window that has not ended (or a clock that went back) keeps counting.
-    if (static_cast<int128>(now_ms) < static_cast<int128>(state->a) + w) {
-      start = state->a;
-      count = std::max<int64_t>(0, state->b);
+    if (static_cast<int128>(now_ms) < static_cast<int128>(state->time) + w) {
+      start = state->time;
+      count = std::max<int64_t>(0, state->word);
     }
   }
   const int64_t end_in = Clamp64(static_cast<int128>(start) + w - now_ms);
@@ -223,7 +229,7 @@ Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms
     r.allowed = true;
     if (cost > 0) {
       count += cost;
-      step.state = State2{start, count};
+      step.state = TwoWordState{start, count};
     }
   } else {
     r.allowed = false;
@@ -246,18 +252,18 @@ namespace {
 struct SlidingCounts {
   int128 start, prev, cur;
 };
-SlidingCounts SlidingNow(const State3* state, int128 w, int64_t now_ms) {
+SlidingCounts SlidingNow(const ThreeWordState* state, int128 w, int64_t now_ms) {
   SlidingCounts c{FloorDiv(now_ms, w) * w, 0, 0};
   if (state != nullptr) {
-    const int128 s = state->a;
+    const int128 s = state->time;
     const int128 k = FloorDiv(int128{now_ms} - s, w);
     if (k <= 0) {  // the stored window (or a clock that went back: keep counting in it)
       c.start = s;
-      c.prev = std::max<int64_t>(0, state->b);
-      c.cur = std::max<int64_t>(0, state->c);
+      c.prev = std::max<int64_t>(0, state->previous);
+      c.cur = std::max<int64_t>(0, state->current);
     } else {
       c.start = s + k * w;
-      if (k == 1) c.prev = std::max<int64_t>(0, state->c);
+      if (k == 1) c.prev = std::max<int64_t>(0, state->current);
     }
   }
   return c;
@@ -265,10 +271,11 @@ SlidingCounts SlidingNow(const State3* state, int128 w, int64_t now_ms) {
 
 }  // namespace
 
-Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_ms, int64_t cost) {
+Step<ThreeWordState> SlidingWindow(const ThreeWordState* state, const Limit& limit, int64_t now_ms,
+                                   int64_t cost) {
   const int64_t l = limit.limit;
   const int128 w = limit.window_ms;
-  Step<State3> step;
+  Step<ThreeWordState> step;
   if (state != nullptr) step.state = *state;
   const SlidingCounts counts = SlidingNow(state, w, now_ms);
   const int128 start = counts.start;
@@ -291,7 +298,7 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
     r.allowed = true;
     if (cost > 0) {
       cur += cost;
-      step.state = State3{Clamp64(start), Clamp64(prev), Clamp64(cur)};
+      step.state = ThreeWordState{Clamp64(start), Clamp64(prev), Clamp64(cur)};
     }
   } else {
     r.allowed = false;
@@ -320,8 +327,8 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
 
 // ---- Refunds and charges ----
 
-Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t now_ms,
-                               int64_t amount, AdjustOp op) {
+Step<TwoWordState> TokenBucketAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                     int64_t amount, AdjustOp op) {
   if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
     return TokenBucket(state, limit, now_ms, 0);
   }
@@ -330,7 +337,7 @@ Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t 
   int128 units = state != nullptr ? UnitsAt(*state, u, shift, limit.window_ms, now_ms) : u.full;
   const int128 delta = static_cast<int128>(amount) * u.d;
   units = op == AdjustOp::kRefund ? std::min(units + delta, u.full) : units - delta;
-  State2 s;
+  TwoWordState s;
   int128 held = units;
   int128 ahead = 0;
   if (units < 0) {
@@ -344,17 +351,18 @@ Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t 
       held = std::min(units + Div(ahead * u.num, u.den), u.full);
     }
   }
-  s.a = Clamp64(int128{now_ms} + ahead);
-  s.b = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(held);
-  Step<State2> step = TokenBucket(&s, limit, now_ms, 0);
+  s.time = Clamp64(int128{now_ms} + ahead);
+  s.word = (static_cast<int64_t>(shift) << kUnitBits) | static_cast<int64_t>(held);
+  Step<TwoWordState> step = TokenBucket(&s, limit, now_ms, 0);
   step.state = s;
   step.changed = true;
   return step;
 }
 
-Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
-                       AdjustOp op) {
-  const bool shaping = limit.algorithm == Algorithm::kLeakyBucket;
+namespace {
+
+Step<TwoWordState> TatAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                             int64_t amount, AdjustOp op, bool shaping) {
   if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
     return TatStep(state, limit, now_ms, 0, shaping);
   }
@@ -364,45 +372,58 @@ Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, 
   const int128 delta = static_cast<int128>(amount) * limit.window_ms;
   tat = op == AdjustOp::kRefund ? std::max(tat - delta, now_t)
                                 : std::min(tat + delta, now_t + int128{kMaxDebtMs} * l);
-  const State2 s = SplitTicks(tat, l);
-  Step<State2> step = TatStep(&s, limit, now_ms, 0, shaping);
+  const TwoWordState s = SplitTicks(tat, l);
+  Step<TwoWordState> step = TatStep(&s, limit, now_ms, 0, shaping);
   step.state = s;
   step.changed = true;
   return step;
 }
 
-Step<State2> FixedWindowAdjust(const State2* state, const Limit& limit, int64_t now_ms,
-                               int64_t amount, AdjustOp op) {
-  const bool open = state != nullptr &&
-                    static_cast<int128>(now_ms) < static_cast<int128>(state->a) + limit.window_ms;
+}  // namespace
+
+Step<TwoWordState> GcraAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                              int64_t amount, AdjustOp op) {
+  return TatAdjust(state, limit, now_ms, amount, op, /*shaping=*/false);
+}
+
+Step<TwoWordState> LeakyBucketAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                     int64_t amount, AdjustOp op) {
+  return TatAdjust(state, limit, now_ms, amount, op, /*shaping=*/true);
+}
+
+Step<TwoWordState> FixedWindowAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                     int64_t amount, AdjustOp op) {
+  const bool open = state != nullptr && static_cast<int128>(now_ms) <
+                                            static_cast<int128>(state->time) + limit.window_ms;
   if (amount == 0 || (!open && op == AdjustOp::kRefund)) {
     return FixedWindow(state, limit, now_ms, 0);
   }
-  State2 s = open ? State2{state->a, std::max<int64_t>(0, state->b)} : State2{now_ms, 0};
+  TwoWordState s =
+      open ? TwoWordState{state->time, std::max<int64_t>(0, state->word)} : TwoWordState{now_ms, 0};
   // amount <= 2^40 and counts are capped first, so nothing overflows (not even a hostile state).
-  s.b = op == AdjustOp::kRefund ? std::max<int64_t>(0, s.b - amount)
-                                : std::min(std::min(s.b, kMaxCount) + amount, kMaxCount);
-  Step<State2> step = FixedWindow(&s, limit, now_ms, 0);
+  s.word = op == AdjustOp::kRefund ? std::max<int64_t>(0, s.word - amount)
+                                   : std::min(std::min(s.word, kMaxCount) + amount, kMaxCount);
+  Step<TwoWordState> step = FixedWindow(&s, limit, now_ms, 0);
   step.state = s;
   step.changed = true;
   return step;
 }
 
-Step<State3> SlidingWindowAdjust(const State3* state, const Limit& limit, int64_t now_ms,
-                                 int64_t amount, AdjustOp op) {
+Step<ThreeWordState> SlidingWindowAdjust(const ThreeWordState* state, const Limit& limit,
+                                         int64_t now_ms, int64_t amount, AdjustOp op) {
   if (amount == 0 || (state == nullptr && op == AdjustOp::kRefund)) {
     return SlidingWindow(state, limit, now_ms, 0);
   }
   const SlidingCounts c = SlidingNow(state, limit.window_ms, now_ms);
-  State3 s{Clamp64(c.start), Clamp64(c.prev), Clamp64(c.cur)};
+  ThreeWordState s{Clamp64(c.start), Clamp64(c.prev), Clamp64(c.cur)};
   if (op == AdjustOp::kRefund) {
-    const int64_t from_cur = std::min(amount, s.c);
-    s.c -= from_cur;
-    s.b -= std::min(amount - from_cur, s.b);
+    const int64_t from_cur = std::min(amount, s.current);
+    s.current -= from_cur;
+    s.previous -= std::min(amount - from_cur, s.previous);
   } else {
-    s.c = std::min(std::min(s.c, kMaxWindowCount) + amount, kMaxWindowCount);
+    s.current = std::min(std::min(s.current, kMaxWindowCount) + amount, kMaxWindowCount);
   }
-  Step<State3> step = SlidingWindow(&s, limit, now_ms, 0);
+  Step<ThreeWordState> step = SlidingWindow(&s, limit, now_ms, 0);
   step.state = s;
   step.changed = true;
   return step;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/base/attributes.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
 
@@ -60,17 +61,17 @@ inline int64_t Clamp64(int128 v) {
   return static_cast<int64_t>(v);
 }
 
-// Every two-word algorithm state has the same shape so the store can keep it in one slot; the
-// meaning of `a` and `b` is the algorithm's.
-struct State2 {
-  int64_t a = 0;
-  int64_t b = 0;
+// Every two-word algorithm state has the same shape so the store can keep it in one slot: a time
+// (last update, TAT or window start, in ms) and one word whose meaning is the algorithm's.
+struct TwoWordState {
+  int64_t time = 0;
+  int64_t word = 0;
 };
-// The sliding window counter needs a third word.
-struct State3 {
-  int64_t a = 0;
-  int64_t b = 0;
-  int64_t c = 0;
+// A time (the current window's start) and two counts: the sliding window counter's state.
+struct ThreeWordState {
+  int64_t time = 0;
+  int64_t previous = 0;
+  int64_t current = 0;
 };
 
 // How far ahead a charge may push a state's debt; a larger debt saturates here (557 years, i.e.
@@ -94,37 +95,37 @@ struct Step {
 };
 
 // Token bucket: capacity = limit.capacity() tokens, refilled continuously at limit/window per ms.
-// State: a = time of the last update (ms); b = tokens held, in units of 1/D token, with D stored
+// State: time = of the last update (ms); word = tokens held, in units of 1/D token, with D stored
 // in the top bits (see algorithms.cc). Exact (and identical to GCRA) whenever
 // capacity * window < 2^56, which covers e.g. 10^9 per day; beyond that it rounds refills down
 // (never admits more than exact).
 //
-// The token bucket's stored word b: units in the low kTokenUnitBits bits, the unit shift above.
+// The token bucket's stored word: units in the low kTokenUnitBits bits, the unit shift above.
 inline constexpr int kTokenUnitBits = 56;
 inline constexpr int64_t kTokenUnitMask = (int64_t{1} << kTokenUnitBits) - 1;
 
 // Any shift, a state in debt (algorithms.cc).
-Step<State2> TokenBucketGeneral(const State2* state, const Limit& limit, int64_t now_ms,
-                                int64_t cost);
+Step<TwoWordState> TokenBucketGeneral(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                      int64_t cost);
 
 // The token bucket when the units need no shift (capacity * window < 2^56, e.g. anything up to
 // 10^9 per day) and the stored state agrees: every value fits in 64 bits, a millisecond refills
 // exactly `limit` units, and it takes two divisions instead of a dozen 128-bit operations.
 // Inline: every token-bucket check runs it, and out of line the call and the returned Step
-// cost a check ~30 instructions.
-inline Step<State2> TokenBucketExact(const State2* state, int64_t cap, int64_t l, int64_t w,
-                                     int64_t now_ms, int64_t cost) {
+// showed in its cost.
+inline Step<TwoWordState> TokenBucketExact(const TwoWordState* state, int64_t cap, int64_t l,
+                                           int64_t w, int64_t now_ms, int64_t cost) {
   const int64_t full = cap * w;
-  Step<State2> step;
+  Step<TwoWordState> step;
   int64_t units = full;
   int64_t last = now_ms;
   if (state != nullptr) {
     step.state = *state;
-    last = std::max(state->a, now_ms);
-    units = std::min(state->b & kTokenUnitMask, full);
+    last = std::max(state->time, now_ms);
+    units = std::min(state->word & kTokenUnitMask, full);
     int64_t elapsed, gained;
     if (units < full) {
-      if (__builtin_sub_overflow(now_ms, state->a, &elapsed)) elapsed = INT64_MAX;
+      if (__builtin_sub_overflow(now_ms, state->time, &elapsed)) elapsed = INT64_MAX;
       elapsed = std::max<int64_t>(0, elapsed);
       if (__builtin_mul_overflow(elapsed, l, &gained) || gained >= full - units) {
         units = full;
@@ -142,8 +143,8 @@ inline Step<State2> TokenBucketExact(const State2* state, int64_t cap, int64_t l
   } else if (units >= cost * w) {
     if (cost > 0) {
       units -= cost * w;
-      step.state.a = last;
-      step.state.b = units;
+      step.state.time = last;
+      step.state.word = units;
     }
   } else {
     r.allowed = false;
@@ -156,40 +157,45 @@ inline Step<State2> TokenBucketExact(const State2* state, int64_t cap, int64_t l
   return step;
 }
 
-inline Step<State2> TokenBucket(const State2* state, const Limit& limit, int64_t now_ms,
-                                int64_t cost) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline Step<TwoWordState> TokenBucket(const TwoWordState* state,
+                                                                   const Limit& limit,
+                                                                   int64_t now_ms, int64_t cost) {
   const int64_t cap = limit.capacity();
   const int64_t w = limit.window_ms;
   // Shift 0 (the bit lengths alone prove capacity * window < 2^56), and a state that is not in
   // debt (its time not in the future) and was stored with shift 0.
   if ((64 - __builtin_clzll(cap)) + (64 - __builtin_clzll(w)) <= kTokenUnitBits &&
-      (state == nullptr || ((state->b >> kTokenUnitBits) == 0 && state->a <= now_ms))) {
+      (state == nullptr || ((state->word >> kTokenUnitBits) == 0 && state->time <= now_ms))) {
     return TokenBucketExact(state, cap, limit.limit, w, now_ms, cost);
   }
   return TokenBucketGeneral(state, limit, now_ms, cost);
 }
 
 // GCRA (generic cell rate algorithm), the integer form of the token bucket: the state is the
-// theoretical arrival time, TAT, in ticks of 1/limit ms: a = TAT ms, b = remaining ticks
-// (0 <= b < limit). Admits exactly what TokenBucket admits.
-Step<State2> Gcra(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+// theoretical arrival time, TAT, in ticks of 1/limit ms: time = TAT ms, word = remaining ticks
+// (0 <= word < limit). Admits exactly what TokenBucket admits.
+Step<TwoWordState> Gcra(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                        int64_t cost);
 
 // Leaky bucket used for shaping: requests join a queue of capacity limit.capacity() that drains
 // at limit/window per ms. An accepted call's retry_after_ms is the delay before it may proceed
 // (rounded up); a call is rejected only when the queue is full. Same state layout as Gcra, with
 // TAT = when the queue will be empty.
-Step<State2> LeakyBucket(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+Step<TwoWordState> LeakyBucket(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                               int64_t cost);
 
-// Fixed window that starts at the first request (INCR + EXPIRE): a = window start, b = count.
-Step<State2> FixedWindow(const State2* state, const Limit& limit, int64_t now_ms, int64_t cost);
+// Fixed window that starts at the first request (INCR + EXPIRE): time = window start, word = count.
+Step<TwoWordState> FixedWindow(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                               int64_t cost);
 
 // Sliding window counter: a fresh state starts on the grid of multiples of the window length and
 // later windows continue the stored window's grid; the previous window's count is weighted by how
 // much of it still overlaps the trailing window.
-// a = current window start, b = previous window's count, c = current window's count.
+// time = current window start, previous / current = the previous / current window's count.
 // Error bound: an aligned window never admits more than LIMIT, and any trailing window of length
 // WINDOW admits fewer than 2 * LIMIT (exact when traffic is uniform).
-Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_ms, int64_t cost);
+Step<ThreeWordState> SlidingWindow(const ThreeWordState* state, const Limit& limit, int64_t now_ms,
+                                   int64_t cost);
 
 // Refunds and settle-later charges (RL.REFUND / RL.CHARGE): `amount` (>= 0, validated) units
 // given back or taken at `now_ms`, whatever the state holds. A refund never raises a state above
@@ -199,19 +205,21 @@ Step<State3> SlidingWindow(const State3* state, const Limit& limit, int64_t now_
 // write (which may be equivalent to fresh: expiry_ms <= now_ms). Refunding nothing, or into no
 // state, changes nothing.
 enum class AdjustOp : uint8_t { kRefund, kCharge };
-Step<State2> TokenBucketAdjust(const State2* state, const Limit& limit, int64_t now_ms,
-                               int64_t amount, AdjustOp op);
+Step<TwoWordState> TokenBucketAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                     int64_t amount, AdjustOp op);
 // GCRA, and the leaky bucket's charge: the TAT moves by amount * window ticks (a refund never
 // below now). A leaky bucket refunds nothing: its callers were already told their delays, and
 // a slot given back would let two of them proceed at once (validated before this is called).
-Step<State2> TatAdjust(const State2* state, const Limit& limit, int64_t now_ms, int64_t amount,
-                       AdjustOp op);
+Step<TwoWordState> GcraAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                              int64_t amount, AdjustOp op);
+Step<TwoWordState> LeakyBucketAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                     int64_t amount, AdjustOp op);
 // Fixed window: the count moves (a charge on no window starts one at now; a refund never below 0).
-Step<State2> FixedWindowAdjust(const State2* state, const Limit& limit, int64_t now_ms,
-                               int64_t amount, AdjustOp op);
+Step<TwoWordState> FixedWindowAdjust(const TwoWordState* state, const Limit& limit, int64_t now_ms,
+                                     int64_t amount, AdjustOp op);
 // Sliding window counter: a charge adds to the current window; a refund takes from the current
 // window first, then from the previous one.
-Step<State3> SlidingWindowAdjust(const State3* state, const Limit& limit, int64_t now_ms,
-                                 int64_t amount, AdjustOp op);
+Step<ThreeWordState> SlidingWindowAdjust(const ThreeWordState* state, const Limit& limit,
+                                         int64_t now_ms, int64_t amount, AdjustOp op);
 
 }  // namespace rl::internal

@@ -7,15 +7,17 @@
 //   block's end). Payloads: two words {i64 a, i64 b}; three words {i64 a, i64 b, i64 c}; a log
 //   {u32 runs, runs x (i64 time ms, i64 count)}, oldest first; leases {u32 n, n x (u64 nonce,
 //   i64 expiry ms)}.
-// Version 1 has rate states only; version 2 adds blocks and leases. Encode writes version 1
-// whenever the state has neither, so an older rl.so (a replica mid-upgrade) still reads it;
-// Decode reads both.
+// Version 1 has rate states only, of algorithms 0..5; version 2 adds blocks and leases (algorithm
+// 6, CONCURRENCY); version 3 admits every algorithm of the registry (ids up to 127). Encode writes
+// the lowest version that holds the state, so an older rl.so (a replica mid-upgrade) still reads
+// every state it could hold; Decode reads all three.
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bytes.h"
 #include "key_state_block.h"
 #include "leases.h"
 #include "rl/key_state.h"
@@ -26,47 +28,24 @@ namespace rl {
 
 using internal::LeaseBuf;
 using internal::LogBuf;
-using internal::TableKind;
+using internal::StateShape;
 using namespace internal::key_state;  // NOLINT: the block layout's small helpers
 
 namespace {
 
 constexpr uint8_t kVersionRates = 1;
 constexpr uint8_t kVersionBlocksAndLeases = 2;
+constexpr uint8_t kVersionRegistry = 3;
+// The highest algorithm id each older version knew (LEAKY_BUCKET, CONCURRENCY).
+constexpr uint64_t kLastIdOfVersion1 = 5;
+constexpr uint64_t kLastIdOfVersion2 = 6;
 constexpr uint8_t kBlockKind = 0x80;
 // Bounds Decode enforces on a log (LogAppend's own bound is 2^30 bytes).
 constexpr uint32_t kMaxDecodedRuns = uint32_t{1} << 26;
 constexpr int64_t kMaxTime = int64_t{1} << 61;
 
-void PutU(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  bool U(int bytes, uint64_t* v) {
-    if (data_.size() - pos_ < static_cast<size_t>(bytes)) return false;
-    uint64_t x = 0;
-    for (int i = 0; i < bytes; ++i) {
-      x |= uint64_t{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
-    }
-    pos_ += bytes;
-    *v = x;
-    return true;
-  }
-  bool I64(int64_t* v) {
-    uint64_t x;
-    if (!U(8, &x)) return false;
-    *v = static_cast<int64_t>(x);
-    return true;
-  }
-  bool done() const { return pos_ == data_.size(); }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
+using internal::ByteReader;
+using internal::ByteWriter;
 
 absl::Status Corrupt(std::string_view what) {
   return absl::InvalidArgumentError(std::string("invalid rate-limit state: ").append(what));
@@ -75,43 +54,49 @@ absl::Status Corrupt(std::string_view what) {
 }  // namespace
 
 void KeyState::Encode(std::string* out) const {
+  ByteWriter w(out);
   const Block b{static_cast<char*>(block_)};
-  bool extended = false;
+  uint8_t version = kVersionRates;
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
-    extended |= IdIsBlock(b.id(off)) || b.has_leases(off);
+    const uint64_t id = static_cast<uint8_t>(IdAlgorithm(b.id(off)));
+    if (id > kLastIdOfVersion2) {
+      version = kVersionRegistry;
+    } else if (IdIsBlock(b.id(off)) || id > kLastIdOfVersion1) {
+      version = std::max(version, kVersionBlocksAndLeases);
+    }
   }
-  PutU(out, extended ? kVersionBlocksAndLeases : kVersionRates, 1);
-  PutU(out, b.count(), 2);
+  w.PutUint(version, 1);
+  w.PutUint(b.count(), 2);
   std::vector<std::pair<int64_t, int64_t>> runs;
   std::vector<std::pair<uint64_t, int64_t>> leases;
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
     const uint64_t id = b.id(off);
     const Algorithm algorithm = IdAlgorithm(id);
-    PutU(out, b.scope(off), 8);
-    PutU(out, static_cast<uint8_t>(algorithm) | (IdIsBlock(id) ? kBlockKind : 0), 1);
-    PutU(out, static_cast<uint64_t>(IdWindow(id)), 8);
-    PutU(out, static_cast<uint64_t>(b.expiry(off)), 8);
+    w.PutUint(b.scope(off), 8);
+    w.PutUint(static_cast<uint8_t>(algorithm) | (IdIsBlock(id) ? kBlockKind : 0), 1);
+    w.PutUint(static_cast<uint64_t>(IdWindow(id)), 8);
+    w.PutUint(static_cast<uint64_t>(b.expiry(off)), 8);
     if (IdIsBlock(id)) continue;
-    const TableKind kind = internal::TableFor(algorithm);
-    if (kind == TableKind::kLog) {
+    const StateShape kind = internal::ShapeOf(algorithm);
+    if (kind == StateShape::kLog) {
       runs.clear();
       internal::LogRuns(b.log(off), &runs);
-      PutU(out, runs.size(), 4);
+      w.PutUint(runs.size(), 4);
       for (const auto& [t, count] : runs) {
-        PutU(out, static_cast<uint64_t>(t), 8);
-        PutU(out, static_cast<uint64_t>(count), 8);
+        w.PutUint(static_cast<uint64_t>(t), 8);
+        w.PutUint(static_cast<uint64_t>(count), 8);
       }
-    } else if (kind == TableKind::kLeases) {
+    } else if (kind == StateShape::kLeases) {
       leases.clear();
       internal::LeaseEntries(b.leases(off), &leases);
-      PutU(out, leases.size(), 4);
+      w.PutUint(leases.size(), 4);
       for (const auto& [nonce, expiry] : leases) {
-        PutU(out, nonce, 8);
-        PutU(out, static_cast<uint64_t>(expiry), 8);
+        w.PutUint(nonce, 8);
+        w.PutUint(static_cast<uint64_t>(expiry), 8);
       }
     } else {
       for (size_t k = 0; k < PayloadWords(kind); ++k) {
-        PutU(out, static_cast<uint64_t>(b.word(off, k)), 8);
+        w.PutUint(static_cast<uint64_t>(b.word(off, k)), 8);
       }
     }
   }
@@ -127,148 +112,166 @@ int64_t ShiftTime(int64_t t, int64_t shift) {
   return static_cast<int64_t>(std::clamp<__int128>(moved, -kMaxTime, kMaxTime));
 }
 
+// One parsed entry, kept until every entry is read, so nothing is allocated for hostile sizes
+// beyond what the input itself holds.
+struct Parsed {
+  uint64_t scope;
+  uint64_t id;
+  int64_t expiry;
+  int64_t words[3];
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  std::vector<std::pair<uint64_t, int64_t>> leases;
+};
+
+// Reads a state's payload (a log's runs, a lease set or its words) into *e.
+absl::Status ReadPayload(ByteReader& r, StateShape table, Parsed* e) {
+  if (table == StateShape::kLog) {
+    uint64_t runs = 0;
+    if (!r.GetUint(4, &runs)) return Corrupt("truncated log");
+    if (runs > kMaxDecodedRuns) return Corrupt("log too long");
+    int64_t last = INT64_MIN, total = 0;
+    for (uint64_t k = 0; k < runs; ++k) {
+      int64_t t = 0, c = 0;
+      if (!r.Get(&t) || !r.Get(&c)) return Corrupt("truncated log");
+      if (t < -kMaxTime || t > kMaxTime || t < last) return Corrupt("bad log time");
+      if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
+        return Corrupt("bad log count");
+      }
+      total += c;
+      last = t;
+      e->runs.emplace_back(t, c);
+    }
+  } else if (table == StateShape::kLeases) {
+    uint64_t n = 0;
+    if (!r.GetUint(4, &n)) return Corrupt("truncated leases");
+    if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t nonce = 0;
+      int64_t t = 0;
+      if (!r.GetUint(8, &nonce) || !r.Get(&t)) return Corrupt("truncated leases");
+      if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return Corrupt("bad lease");
+      e->leases.emplace_back(nonce, t);
+    }
+  } else {
+    for (size_t k = 0; k < PayloadWords(table); ++k) {
+      if (!r.Get(&e->words[k])) return Corrupt("truncated state");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Reads and validates one entry of an encoding of `version`; `before` holds the entries read.
+absl::Status ReadEntry(ByteReader& r, uint64_t version, const std::vector<Parsed>& before,
+                       Parsed* e) {
+  uint64_t kind = 0, window = 0;
+  if (!r.GetUint(8, &e->scope) || !r.GetUint(1, &kind) || !r.GetUint(8, &window) ||
+      !r.Get(&e->expiry)) {
+    return Corrupt("truncated entry");
+  }
+  const bool block = (kind & kBlockKind) != 0;
+  const uint64_t algorithm = kind & ~uint64_t{kBlockKind};
+  const uint64_t max_algorithm = version == kVersionRates ? kLastIdOfVersion1
+                                 : version == kVersionBlocksAndLeases
+                                     ? kLastIdOfVersion2
+                                     : internal::kAlgorithmCount - 1;
+  if (algorithm > max_algorithm || algorithm >= internal::kAlgorithmCount ||
+      (block && version == kVersionRates)) {
+    return Corrupt("unknown algorithm");
+  }
+  const bool leases = internal::ShapeOf(static_cast<Algorithm>(algorithm)) == StateShape::kLeases;
+  if (block && leases) return Corrupt("block of leases");
+  if (leases ? window != 0 : (window < 1 || window > static_cast<uint64_t>(kMaxWindowMs))) {
+    return Corrupt("bad window");
+  }
+  e->id = LimitId(static_cast<Algorithm>(algorithm), static_cast<int64_t>(window)) |
+          (block ? kBlockBit : 0);
+  for (const Parsed& other : before) {
+    if (other.scope == e->scope && other.id == e->id) return Corrupt("duplicate state");
+  }
+  const StateShape table = internal::ShapeOf(static_cast<Algorithm>(algorithm));
+  if (block) return absl::OkStatus();  // no payload
+  return ReadPayload(r, table, e);
+}
+
+// Writes entry `e` (its times moved by `shift_ms`) at `off` of a block with room for it;
+// returns the offset after it.
+size_t PutEntry(Block& b, size_t off, Parsed& e, int64_t shift_ms) {
+  char* p = b.p;
+  // Times are validated as stored and moved afterwards; words[0] is the time of every
+  // two- and three-word state (last update, TAT or window start).
+  e.expiry = ShiftTime(e.expiry, shift_ms);
+  e.words[0] = ShiftTime(e.words[0], shift_ms);
+  for (auto& run : e.runs) run.first = ShiftTime(run.first, shift_ms);
+  for (auto& lease : e.leases) lease.second = ShiftTime(lease.second, shift_ms);
+  Store<uint64_t>(p + off, e.scope);
+  Store<uint64_t>(p + off + 8, e.id);
+  b.set_expiry(off, e.expiry);
+  if (IdIsBlock(e.id)) {
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+    return off + EntryBytes(e.id);
+  }
+  const StateShape kind = internal::ShapeOf(IdAlgorithm(e.id));
+  if (kind == StateShape::kLog) {
+    b.set_log(off, nullptr);
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+    int64_t total = 0;
+    for (const auto& run : e.runs) total += run.second;
+    const Limit sizing{Algorithm::kSlidingLog, std::clamp<int64_t>(total, 1, kMaxLimit), 1};
+    LogBuf* log = nullptr;
+    for (const auto& [t, c] : e.runs) {
+      log = internal::LogAppend(log, sizing, t, c);
+      b.set_log(off, log);
+    }
+  } else if (kind == StateShape::kLeases) {
+    b.set_leases(off, nullptr);
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+    b.set_leases(off, internal::LeaseFromEntries(e.leases));
+  } else {
+    for (size_t k = 0; k < PayloadWords(kind); ++k) b.set_word(off, k, e.words[k]);
+    b.set_bytes(off + EntryBytes(e.id));
+    b.set_count(b.count() + 1);
+  }
+  return off + EntryBytes(e.id);
+}
+
 }  // namespace
 
 absl::StatusOr<KeyState> KeyState::Decode(std::string_view data) { return Decode(data, 0); }
 
 absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_ms) {
-  Reader r(data);
+  ByteReader r(data);
   uint64_t version = 0, count = 0;
-  if (!r.U(1, &version) || !r.U(2, &count)) return Corrupt("truncated header");
-  if (version != kVersionRates && version != kVersionBlocksAndLeases) {
+  if (!r.GetUint(1, &version) || !r.GetUint(2, &count)) return Corrupt("truncated header");
+  if (version < kVersionRates || version > kVersionRegistry) {
     return Corrupt(absl::StrCat("unsupported encoding version ", version));
   }
   if (count > kMaxStates) return Corrupt("too many states");
-  KeyState state;
   if (count == 0) {
     if (!r.done()) return Corrupt("trailing bytes");
-    return state;
+    return KeyState();
   }
-  // First pass into a vector of parsed entries, so nothing is allocated for hostile sizes
-  // beyond what the input itself holds.
-  struct Parsed {
-    uint64_t scope;
-    uint64_t id;
-    int64_t expiry;
-    int64_t words[3];
-    std::vector<std::pair<int64_t, int64_t>> runs;
-    std::vector<std::pair<uint64_t, int64_t>> leases;
-  };
   std::vector<Parsed> entries;
   entries.reserve(count);
   size_t bytes = kHeaderBytes;
   for (uint64_t i = 0; i < count; ++i) {
     Parsed e{};
-    uint64_t kind = 0, window = 0;
-    if (!r.U(8, &e.scope) || !r.U(1, &kind) || !r.U(8, &window) || !r.I64(&e.expiry)) {
-      return Corrupt("truncated entry");
-    }
-    const bool block = (kind & kBlockKind) != 0;
-    const uint64_t algorithm = kind & ~uint64_t{kBlockKind};
-    const uint64_t max_algorithm = version == kVersionRates
-                                       ? static_cast<uint8_t>(Algorithm::kLeakyBucket)
-                                       : static_cast<uint8_t>(Algorithm::kConcurrency);
-    if (algorithm > max_algorithm || (block && version == kVersionRates)) {
-      return Corrupt("unknown algorithm");
-    }
-    const bool leases = algorithm == static_cast<uint8_t>(Algorithm::kConcurrency);
-    if (block && leases) return Corrupt("block of leases");
-    if (leases ? window != 0 : (window < 1 || window > static_cast<uint64_t>(kMaxWindowMs))) {
-      return Corrupt("bad window");
-    }
-    e.id = LimitId(static_cast<Algorithm>(algorithm), static_cast<int64_t>(window)) |
-           (block ? kBlockBit : 0);
-    for (const Parsed& other : entries) {
-      if (other.scope == e.scope && other.id == e.id) return Corrupt("duplicate state");
-    }
-    const TableKind table = internal::TableFor(static_cast<Algorithm>(algorithm));
-    if (block) {
-      // No payload.
-    } else if (table == TableKind::kLog) {
-      uint64_t runs = 0;
-      if (!r.U(4, &runs)) return Corrupt("truncated log");
-      if (runs > kMaxDecodedRuns) return Corrupt("log too long");
-      int64_t last = INT64_MIN, total = 0;
-      for (uint64_t k = 0; k < runs; ++k) {
-        int64_t t = 0, c = 0;
-        if (!r.I64(&t) || !r.I64(&c)) return Corrupt("truncated log");
-        if (t < -kMaxTime || t > kMaxTime || t < last) return Corrupt("bad log time");
-        if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
-          return Corrupt("bad log count");
-        }
-        total += c;
-        last = t;
-        e.runs.emplace_back(t, c);
-      }
-    } else if (table == TableKind::kLeases) {
-      uint64_t n = 0;
-      if (!r.U(4, &n)) return Corrupt("truncated leases");
-      if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
-      for (uint64_t k = 0; k < n; ++k) {
-        uint64_t nonce = 0;
-        int64_t t = 0;
-        if (!r.U(8, &nonce) || !r.I64(&t)) return Corrupt("truncated leases");
-        if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return Corrupt("bad lease");
-        e.leases.emplace_back(nonce, t);
-      }
-    } else {
-      for (size_t k = 0; k < PayloadWords(table); ++k) {
-        if (!r.I64(&e.words[k])) return Corrupt("truncated state");
-      }
-    }
+    if (absl::Status s = ReadEntry(r, version, entries, &e); !s.ok()) return s;
     bytes += EntryBytes(e.id);
     entries.push_back(std::move(e));
   }
   if (!r.done()) return Corrupt("trailing bytes");
 
   char* p = static_cast<char*>(internal::StateAlloc(bytes));
-  Block b{p};
   Store<uint16_t>(p, 0);
   Store<uint16_t>(p + 2, 0);
   Store<uint32_t>(p + 4, static_cast<uint32_t>(kHeaderBytes));
-  state.block_ = p;  // owned from here on, so a throwing allocation leaks nothing
+  KeyState state = AdoptBlock(p);  // owned from here on, so a throwing allocation leaks nothing
+  Block b{p};
   size_t off = kHeaderBytes;
-  for (Parsed& e : entries) {
-    // Times are validated as stored and moved afterwards; words[0] is the time of every
-    // two- and three-word state (last update, TAT or window start).
-    e.expiry = ShiftTime(e.expiry, shift_ms);
-    e.words[0] = ShiftTime(e.words[0], shift_ms);
-    for (auto& run : e.runs) run.first = ShiftTime(run.first, shift_ms);
-    for (auto& lease : e.leases) lease.second = ShiftTime(lease.second, shift_ms);
-    Store<uint64_t>(p + off, e.scope);
-    Store<uint64_t>(p + off + 8, e.id);
-    b.set_expiry(off, e.expiry);
-    if (IdIsBlock(e.id)) {
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-      off += EntryBytes(e.id);
-      continue;
-    }
-    const TableKind kind = internal::TableFor(IdAlgorithm(e.id));
-    if (kind == TableKind::kLog) {
-      b.set_log(off, nullptr);
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-      int64_t total = 0;
-      for (const auto& run : e.runs) total += run.second;
-      const Limit sizing{Algorithm::kSlidingLog, std::clamp<int64_t>(total, 1, kMaxLimit), 1};
-      LogBuf* log = nullptr;
-      for (const auto& [t, c] : e.runs) {
-        log = internal::LogAppend(log, sizing, t, c);
-        b.set_log(off, log);
-      }
-    } else if (kind == TableKind::kLeases) {
-      b.set_leases(off, nullptr);
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-      b.set_leases(off, internal::LeaseFromEntries(e.leases));
-    } else {
-      for (size_t k = 0; k < PayloadWords(kind); ++k) b.set_word(off, k, e.words[k]);
-      b.set_bytes(off + EntryBytes(e.id));
-      b.set_count(b.count() + 1);
-    }
-    off += EntryBytes(e.id);
-  }
+  for (Parsed& e : entries) off = PutEntry(b, off, e, shift_ms);
   return state;
 }
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "registry.h"
 #include "rl/ascii.h"
 
 namespace rl {
@@ -17,24 +18,16 @@ namespace {
 
 constexpr size_t kMaxPolicyNameLength = 128;
 
-struct AlgorithmInfo {
-  Algorithm algorithm;
-  std::string_view name;
-  bool has_burst;  // reads LIMIT/WINDOW as a rate with a capacity, so BURST means something
-};
+// "TOKEN_BUCKET, GCRA, ... or CONCURRENCY", for the message about an unknown algorithm.
+std::string AlgorithmList() {
+  std::string out;
+  for (size_t i = 0; i < internal::kAlgorithmCount; ++i) {
+    if (i > 0) out += i + 1 == internal::kAlgorithmCount ? " or " : ", ";
+    out += internal::kAlgorithmRows[i].name;
+  }
+  return out;
+}
 
-constexpr std::array<AlgorithmInfo, 7> kAlgorithms = {{
-    {Algorithm::kTokenBucket, "TOKEN_BUCKET", true},
-    {Algorithm::kGcra, "GCRA", true},
-    {Algorithm::kSlidingLog, "SLIDING_LOG", false},
-    {Algorithm::kSlidingWindow, "SLIDING_WINDOW", false},
-    {Algorithm::kFixedWindow, "FIXED_WINDOW", false},
-    {Algorithm::kLeakyBucket, "LEAKY_BUCKET", true},
-    {Algorithm::kConcurrency, "CONCURRENCY", false},
-}};
-
-constexpr std::string_view kAlgorithmList =
-    "TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY";
 constexpr std::string_view kWindowHint = "(use e.g. 250ms, 1s, 1m, 1h, 1d)";
 
 // Longest first: FormatDuration picks the first that divides. Parsing is case-insensitive like
@@ -51,13 +44,6 @@ bool IsSpace(char c) {
 }
 
 std::string Echo(std::string_view token) { return EchoToken(token); }
-
-const AlgorithmInfo* FindAlgorithm(Algorithm algorithm) {
-  for (const AlgorithmInfo& info : kAlgorithms) {
-    if (info.algorithm == algorithm) return &info;
-  }
-  return nullptr;
-}
 
 // Strict unsigned decimal: digits only (no sign, space or "0x"). Returns false when empty, not
 // all digits, or above `max`; overflow is caught before it can happen.
@@ -90,8 +76,9 @@ absl::StatusOr<int64_t> ParseCount(std::string_view text, std::string_view what)
 }
 
 absl::Status ValidateLimit(const Limit& limit) {
-  const AlgorithmInfo* info = FindAlgorithm(limit.algorithm);
-  if (info == nullptr) return absl::InvalidArgumentError("unknown algorithm");
+  if (!internal::KnownAlgorithm(limit.algorithm)) {
+    return absl::InvalidArgumentError("unknown algorithm");
+  }
   if (limit.algorithm == Algorithm::kConcurrency) {
     if (limit.limit < 1 || limit.limit > kMaxConcurrency) {
       return absl::InvalidArgumentError("CONCURRENCY must be between 1 and " +
@@ -111,8 +98,9 @@ absl::Status ValidateLimit(const Limit& limit) {
   if (limit.burst < 0 || limit.burst > kMaxLimit) {
     return absl::InvalidArgumentError("burst must be between 1 and " + std::to_string(kMaxLimit));
   }
-  if (limit.burst != 0 && !info->has_burst) {
-    return absl::InvalidArgumentError("BURST is not allowed with " + std::string(info->name));
+  if (limit.burst != 0 && !internal::HasBurst(limit.algorithm)) {
+    return absl::InvalidArgumentError("BURST is not allowed with " +
+                                      std::string(AlgorithmName(limit.algorithm)));
   }
   if (limit.block_ms < 0 || limit.block_ms > kMaxWindowMs) {
     return absl::InvalidArgumentError("BLOCK must be between 1ms and " +
@@ -186,14 +174,23 @@ absl::StatusOr<Limit> ParseConcurrency(absl::Span<const std::string_view> tokens
 
 }  // namespace
 
+absl::Span<const Algorithm> Algorithms() {
+  static constexpr auto kAll = [] {
+    std::array<Algorithm, internal::kAlgorithmCount> all{};
+    for (size_t i = 0; i < all.size(); ++i) all[i] = internal::kAlgorithmRows[i].algorithm;
+    return all;
+  }();
+  return kAll;
+}
+
 std::string_view AlgorithmName(Algorithm algorithm) {
-  const AlgorithmInfo* info = FindAlgorithm(algorithm);
-  return info != nullptr ? info->name : std::string_view("UNKNOWN");
+  return internal::KnownAlgorithm(algorithm) ? internal::RowOf(algorithm).name
+                                             : std::string_view("UNKNOWN");
 }
 
 std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
-  for (const AlgorithmInfo& info : kAlgorithms) {
-    if (EqualsIgnoreCase(name, info.name)) return info.algorithm;
+  for (const internal::AlgorithmRow& row : internal::kAlgorithmRows) {
+    if (EqualsIgnoreCase(name, row.name)) return row.algorithm;
   }
   return std::nullopt;
 }
@@ -218,14 +215,13 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
   const std::optional<Algorithm> algorithm = ParseAlgorithm(tokens[i]);
   if (!algorithm.has_value()) {
     return absl::InvalidArgumentError("unknown algorithm '" + Echo(tokens[i]) + "' (use " +
-                                      std::string(kAlgorithmList) + ")");
+                                      AlgorithmList() + ")");
   }
   if (*algorithm == Algorithm::kConcurrency) return ParseConcurrency(tokens, pos, bare);
-  const AlgorithmInfo* info = FindAlgorithm(*algorithm);
+  const internal::AlgorithmRow& row = internal::RowOf(*algorithm);
   if (tokens.size() - i < 3) {
-    return absl::InvalidArgumentError(std::string(info->name) +
-                                      " needs a limit and a window, e.g. " +
-                                      std::string(info->name) + " 100 1m");
+    return absl::InvalidArgumentError(std::string(row.name) + " needs a limit and a window, e.g. " +
+                                      std::string(row.name) + " 100 1m");
   }
   Limit limit;
   limit.algorithm = *algorithm;
@@ -245,8 +241,8 @@ absl::StatusOr<Limit> ParseLimit(absl::Span<const std::string_view> tokens, size
       return absl::InvalidArgumentError("LEASE is only for CONCURRENCY");
     }
     if (!burst && !block) break;
-    if (burst && !info->has_burst) {
-      return absl::InvalidArgumentError("BURST is not allowed with " + std::string(info->name));
+    if (burst && !(row.traits & internal::kBurst)) {
+      return absl::InvalidArgumentError("BURST is not allowed with " + std::string(row.name));
     }
     if ((burst && limit.burst != 0) || (block && limit.block_ms != 0)) {
       return absl::InvalidArgumentError(std::string(burst ? "BURST" : "BLOCK") +

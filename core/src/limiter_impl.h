@@ -13,6 +13,7 @@
 #include "absl/base/attributes.h"
 #include "absl/synchronization/notification.h"
 #include "rl/limiter.h"
+#include "step.h"
 #include "store.h"
 
 namespace rl {
@@ -24,7 +25,7 @@ class Limiter::Impl {
 
   // What a Run does: a check (consumes when all allow), a peek (changes nothing), or an acquire
   // (a check that also takes a lease of its CONCURRENCY limit).
-  enum class Op : uint8_t { kCheck, kPeek, kAcquire };
+  using Op = internal::RunOp;
   // One atomic step over the limits of (scope, key). An acquire adds lease `nonce` and sets
   // `*leased` when it stored it. Templated so a check compiles without the rest.
   template <Op kOp>
@@ -37,6 +38,19 @@ class Limiter::Impl {
   absl::StatusOr<Decision> Adjust(std::string_view scope, std::string_view key,
                                   absl::Span<const Limit> limits, int64_t amount,
                                   internal::AdjustOp op, int64_t max_wait_ms = -1);
+  // One limit of it, by the shape of its state, in its locked shard.
+  LimitResult AdjustOne(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                        int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
+                        bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  LimitResult AdjustTwoWord(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                            int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
+                            bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  LimitResult AdjustThreeWord(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                              int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
+                              bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  LimitResult AdjustLog(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
+                        int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
+                        bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id);
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
   size_t Sweep(size_t budget);
@@ -94,15 +108,15 @@ class Limiter::Impl {
   size_t shard_mask_;  // shard count - 1 (a power of two)
   // The shard of a state key: a table indexed by its top bits, which gives the shards unequal
   // shares of the keys so that their tables do not all grow at the same key count (see
-  // SharesFor in limiter.cc). absl's tables take a slot's 7-bit tag from a key's low bits and its
-  // position from the bits above them, which reach the top bits only past 2^41 slots, so the
+  // SharesFor in limiter_store.cc). absl's tables take a slot's 7-bit tag from a key's low bits and
+  // its position from the bits above them, which reach the top bits only past 2^41 slots, so the
   // states of one shard still spread over their table.
   int route_shift_;                    // 64 - log2(table entries)
   std::unique_ptr<uint16_t[]> route_;  // shard index by top bits
   // Locks the distinct shards of `shards[0..n)` in ascending order (sorting them in place);
   // returns how many distinct shards it locked (the first that many entries). A fixed lock order
-  // keeps concurrent multi-limit checks deadlock-free. Inline: out of line, the pair cost a
-  // one-limit check ~60 instructions. The thread-safety analysis cannot follow a lock set chosen
+  // keeps concurrent multi-limit checks deadlock-free. Inline: out of line, the pair showed in a
+  // one-limit check's cost. The thread-safety analysis cannot follow a lock set chosen
   // at run time: callers state that a shard is locked with `mu.AssertHeld()` before using it.
   ABSL_ATTRIBUTE_ALWAYS_INLINE size_t LockShards(uint32_t* shards,
                                                  size_t n) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -131,13 +145,33 @@ class Limiter::Impl {
 
   // The body of a Run on validated limits: hashes, locks, evaluates each limit with its table's
   // helper, decides, writes back or refreshes, unlocks. kN = 1 is the one-limit instance (its
-  // loops unrolled), kN = 0 any count; inline in Run (a call with its eight arguments cost a
-  // one-limit check ~30 instructions). The shards are locked by LockShards, which the analysis
-  // cannot follow: each access asserts its shard's lock.
+  // loops unrolled), kN = 0 any count; inline in Run, as are its phases (out of line, a call with
+  // its arguments showed in a one-limit check's cost). The shards are locked by LockShards, which
+  // the analysis cannot follow: each access asserts its shard's lock.
   template <Op kOp, size_t kN>
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Apply(std::string_view scope, std::string_view key,
                                           absl::Span<const Limit> limits, int64_t cost,
                                           uint64_t nonce, bool* leased, Decision& out);
+  // Apply's phases (limiter.cc), over what they share (check_steps.h).
+  struct CheckArgs;
+  struct CheckFrame;
+  // Hashes each limit's state key and sets up its pending work; non-zero when a limit has BLOCK.
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE int64_t Prepare(std::string_view scope, std::string_view key,
+                                               CheckArgs a, CheckFrame& f);
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void EvaluateAll(CheckArgs a);
+  // Room for the new states of an allowed check; false when a refusal (fail-closed) denied it.
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool ReserveRoom(CheckArgs a, CheckFrame& f, uint32_t& unstored,
+                                                Decision& out);
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void WriteBack(CheckArgs a, CheckFrame& f, uint32_t unstored,
+                                              uint64_t nonce, bool* leased);
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Refresh(CheckArgs a);
+  void WriteLog(const CheckArgs& a, size_t i, uint32_t expiry);
+  void WriteLease(const CheckArgs& a, size_t i, uint64_t nonce);
 
   // Penalty blocks of a Run (limiter.cc), under its shard locks; `pending` is its array of
   // per-limit work.
@@ -149,8 +183,8 @@ class Limiter::Impl {
   FailureMode overflow_;
   std::unique_ptr<internal::Shard[]> shards_;
   // Each shard's share of the limiter's bounds (keys; bytes, 0 = none), in proportion to its share
-  // of the keys (see SharesFor in limiter.cc), so the shards fill up together. Not in Shard, which
-  // they would take past four cache lines. Set in the constructor, read-only after.
+  // of the keys (see SharesFor in limiter_store.cc), so the shards fill up together. Not in Shard,
+  // which they would take past four cache lines. Set in the constructor, read-only after.
   struct ShardBounds {
     size_t max_keys;
     size_t max_bytes;

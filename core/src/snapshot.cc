@@ -2,14 +2,13 @@
 // string, with monotonic times turned into wall-clock times so a restarted process (whose
 // steady clock starts elsewhere) reads them correctly.
 //
-// Layout (little-endian, as the host writes it; snapshots are for the same build and machine
-// class): header {magic "RLSNAP\0\0", u32 version, u32 shard count, u64 seed, i64 wall ms at
-// export}, then records {u8 kind | usage level << 4, u64 key, u32 shard, i64 expiry (wall ms),
-// payload}, then u64 XXH64 of everything before it. Payloads: two-word {i64 time, i64 b};
-// three-word {i64 window start, i64 prev, i64 cur}; log {u32 runs, runs * (i64 time, i64 count)};
-// block: none (the expiry is the block's end, exact); leases {u32 count, count * (u64 nonce,
-// i64 expiry)}. In every two-word state `a` is a time (last update, TAT or window start) and `b`
-// is not.
+// Layout (little-endian, through bytes.h): header {magic "RLSNAP\0\0", u32 version, u32 shard
+// count, u64 seed, i64 wall ms at export}, then records {u8 kind | usage level << 4, u64 key, u32
+// shard, i64 expiry (wall ms), payload}, then u64 XXH64 of everything before it. Payloads: two-word
+// {i64 time, i64 word}; three-word {i64 window start, i64 previous, i64 current}; log {u32 runs,
+// runs * (i64 time, i64 count)}; block: none (the expiry is the block's end, exact); leases {u32
+// count, count * (u64 nonce, i64 expiry)}. Every two- and three-word state starts with a time (last
+// update, TAT or window start); no other word is one.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bytes.h"
 #include "limiter_impl.h"
 #include "sliding_log.h"
 
@@ -32,7 +32,7 @@ using internal::Shard;
 using internal::Slot2;
 using internal::Slot3;
 using internal::SlotLog;
-using internal::TableKind;
+using internal::StateShape;
 
 namespace {
 
@@ -52,36 +52,8 @@ constexpr uint8_t kKindLeases = 4;
 // A lease set's bound in a snapshot (the limiter's own is kMaxConcurrency per set).
 constexpr uint32_t kMaxSnapshotLeases = 1 << 20;
 
-class Writer {
- public:
-  explicit Writer(std::string* out) : out_(out) {}
-  template <typename T>
-  void Put(T v) {
-    out_->append(reinterpret_cast<const char*>(&v), sizeof(v));
-  }
-
- private:
-  std::string* out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (data_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(v, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  size_t left() const { return data_.size() - pos_; }
-  size_t pos() const { return pos_; }
-  void Skip(size_t n) { pos_ += n; }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
+using internal::ByteReader;
+using internal::ByteWriter;
 
 // Saturating shift between the monotonic and wall-clock frames.
 int64_t Shift(int64_t t, int64_t delta) { return Clamp64(int128{t} + delta); }
@@ -107,7 +79,7 @@ int64_t Limiter::Impl::ToWall(int64_t mono_now, int64_t floor_wall) const {
 
 absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) const {
   out->clear();
-  Writer w(out);
+  ByteWriter w(out);
   const int64_t mono_now = clock_->NowMs();
   // Never before a wall time already exported or imported: a wall clock stepped back meanwhile
   // must not make this snapshot's times look newer than those of the last.
@@ -134,14 +106,14 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
     };
     for (const Slot2& s : sh.two) {
       head(0, s.key, s.expiry);
-      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
-      w.Put<int64_t>(s.b);
+      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_time()), to_wall));
+      w.Put<int64_t>(s.word);
     }
     for (const Slot3& s : sh.three) {
       head(1, s.key, s.expiry);
-      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_a()), to_wall));
-      w.Put<int64_t>(s.b());
-      w.Put<int64_t>(s.c());
+      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_time()), to_wall));
+      w.Put<int64_t>(s.previous());
+      w.Put<int64_t>(s.current());
     }
     for (const SlotLog& s : sh.logs) {
       runs.clear();
@@ -200,7 +172,7 @@ struct Record {
 bool LiveRun(int64_t t, int64_t mono_now) { return t > mono_now - kMaxWindowMs; }
 
 // Reads and validates one record, log runs included.
-absl::Status ReadRecord(Reader& r, uint32_t version, uint32_t shards, int64_t to_mono,
+absl::Status ReadRecord(ByteReader& r, uint32_t version, uint32_t shards, int64_t to_mono,
                         int64_t mono_now, Record* rec) {
   if (!r.Get(&rec->kind) || !r.Get(&rec->key) || !r.Get(&rec->shard) || !r.Get(&rec->expiry)) {
     return absl::DataLossError("snapshot record truncated");
@@ -272,9 +244,76 @@ bool Kept(const Record& rec, int64_t mono_now) {
   return rec.kind != kKindLeases || rec.runs > 0;
 }
 
-}  // namespace
+// Inserts one validated record (kept: see Kept) into its shard.
+void InsertRecord(Shard& sh, const internal::ExpiryCodec& codec, const Record& rec,
+                  std::string_view payload, int64_t to_mono, int64_t mono_now)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  const uint32_t expiry = codec.Encode(rec.expiry, rec.level);
+  if (rec.kind == 0) {
+    Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
+    slot.set_rel_time(codec.ToRel(rec.v[0]));
+    sh.two.insert(slot);
+  } else if (rec.kind == 1) {
+    sh.three.insert(Slot3(rec.key, expiry, codec.ToRel(rec.v[0]), Slot3::ClampCount(rec.v[1]),
+                          Slot3::ClampCount(rec.v[2])));
+  } else if (rec.kind == kKindBlock) {
+    sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
+  } else if (rec.kind == kKindLeases) {
+    ByteReader entries(payload);
+    entries.Skip(rec.runs_at);
+    std::vector<std::pair<uint64_t, int64_t>> leases;
+    for (uint32_t i = 0; i < rec.runs; ++i) {
+      uint64_t nonce = 0;
+      int64_t t = 0;
+      entries.Get(&nonce);
+      entries.Get(&t);
+      t = Shift(t, to_mono);
+      if (t > mono_now) leases.emplace_back(nonce, t);  // ended leases stay ended
+    }
+    internal::LeaseBuf* buf = internal::LeaseFromEntries(leases);
+    if (buf == nullptr) return;
+    const uint32_t lease_expiry =
+        codec.Encode(internal::LeaseExpiry(buf, mono_now), internal::kLevelProtected);
+    if (sh.leases.insert(internal::SlotLease{rec.key, lease_expiry, buf}).second) {
+      sh.lease_bytes += internal::LeaseBytes(buf);
+    } else {
+      internal::LeaseFree(buf);
+    }
+  } else {
+    // The limit only sizes the buffer here; the real one applies from the next check.
+    const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};
+    ByteReader runs(payload);
+    runs.Skip(rec.runs_at);
+    LogBuf* log = nullptr;
+    for (uint32_t i = 0; i < rec.runs; ++i) {
+      int64_t t = 0, count = 0;
+      runs.Get(&t);
+      runs.Get(&count);
+      if (!LiveRun(Shift(t, to_mono), mono_now)) continue;
+      // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
+      // counts as made now: the log appends at non-decreasing times only, and a request kept
+      // in the window from now on can only under-admit.
+      log = internal::LogAppend(log, sizing, std::min(Shift(t, to_mono), mono_now), count);
+    }
+    sh.log_bytes += internal::LogBytes(log);
+    if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
+      sh.log_bytes -= internal::LogBytes(log);
+      internal::LogFree(log);
+    }
+  }
+}
 
-absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states) {
+// A snapshot's header, checked: its magic, checksum, version and shard count.
+struct Header {
+  std::string_view payload;  // after the magic, without the checksum
+  uint32_t version;
+  uint32_t shards;
+  uint64_t seed;
+  int64_t exported_wall;
+  size_t records_at;  // where the records start in `payload`
+};
+
+absl::Status ReadHeader(std::string_view data, Header* h) {
   if (data.size() < sizeof(kMagic) + 8 || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::InvalidArgumentError("not an rl snapshot");
   }
@@ -284,23 +323,31 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   if (XXH64(body.data(), body.size(), 0) != checksum) {
     return absl::DataLossError("snapshot checksum mismatch");
   }
-  const std::string_view payload = body.substr(sizeof(kMagic));
-  Reader r(payload);
-  uint32_t version, shards;
-  uint64_t seed;
-  int64_t exported_wall;
-  if (!r.Get(&version) || !r.Get(&shards) || !r.Get(&seed) || !r.Get(&exported_wall)) {
+  h->payload = body.substr(sizeof(kMagic));
+  ByteReader r(h->payload);
+  if (!r.Get(&h->version) || !r.Get(&h->shards) || !r.Get(&h->seed) || !r.Get(&h->exported_wall)) {
     return absl::DataLossError("snapshot header truncated");
   }
-  if (version < kOldestVersion || version > kVersion) {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", version));
+  if (h->version < kOldestVersion || h->version > kVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", h->version));
   }
   // Records carry the exporter's shard index, checked for consistency only: a state's shard here
   // comes from its key (ShardOf), whatever the exporter's shard count and routing.
-  if (shards == 0 || (shards & (shards - 1)) != 0) {
+  if (h->shards == 0 || (h->shards & (h->shards - 1)) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("snapshot has ", shards, " shards; a shard count is a power of two"));
+        absl::StrCat("snapshot has ", h->shards, " shards; a shard count is a power of two"));
   }
+  h->records_at = r.pos();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states) {
+  Header h{};
+  if (absl::Status s = ReadHeader(data, &h); !s.ok()) return s;
+  const std::string_view payload = h.payload;
+  const uint32_t version = h.version, shards = h.shards;
   if (KeyCount() != 0) return absl::FailedPreconditionError("limiter already holds state");
 
   // The exporter wrote every time relative to its wall clock at `exported_wall`; a state then
@@ -310,8 +357,9 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
   // difference. The time base is then the export's instead: as if no time had passed since, which
   // keeps each wait within its own length and can only admit less than the truth.
   const int64_t mono_now = clock_->NowMs();
-  const int64_t to_mono = -ToWall(mono_now, exported_wall);
-  const size_t records_at = r.pos();
+  const int64_t to_mono = -ToWall(mono_now, h.exported_wall);
+  ByteReader r(payload);
+  r.Skip(h.records_at);
   // First pass: validate everything before touching the store, so a malformed snapshot changes
   // nothing, and count the kept states per shard and table so each table is sized once (growing
   // them record by record rehashed every table several times).
@@ -340,7 +388,7 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
       return absl::FailedPreconditionError("limiter already holds state");
     }
   }
-  seed_ = seed;
+  seed_ = h.seed;
   for (size_t i = 0; i < our_shards; ++i) {
     Shard& sh = shards_[i];
     sh.mu.AssertHeld();
@@ -350,67 +398,15 @@ absl::Status Limiter::Impl::ImportState(std::string_view data, uint64_t* states)
     sh.blocks.reserve(counts[i * kKinds + kKindBlock]);
     sh.leases.reserve(counts[i * kKinds + kKindLeases]);
   }
-  Reader again(payload);
-  again.Skip(records_at);
+  ByteReader again(payload);
+  again.Skip(h.records_at);
   while (again.left() > 0) {
     // Validated by the first pass.
     (void)ReadRecord(again, version, shards, to_mono, mono_now, &rec);
     if (!Kept(rec, mono_now)) continue;
     Shard& sh = shards_[ShardOf(rec.key)];
     sh.mu.AssertHeld();
-    const uint32_t expiry = expiry_.Encode(rec.expiry, rec.level);
-    if (rec.kind == 0) {
-      Slot2 slot{rec.key, expiry, 0, 0, rec.v[1]};
-      slot.set_rel_a(expiry_.ToRel(rec.v[0]));
-      sh.two.insert(slot);
-    } else if (rec.kind == 1) {
-      sh.three.insert(Slot3(rec.key, expiry, expiry_.ToRel(rec.v[0]), Slot3::ClampCount(rec.v[1]),
-                            Slot3::ClampCount(rec.v[2])));
-    } else if (rec.kind == kKindBlock) {
-      sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
-    } else if (rec.kind == kKindLeases) {
-      Reader entries(payload);
-      entries.Skip(rec.runs_at);
-      std::vector<std::pair<uint64_t, int64_t>> leases;
-      for (uint32_t i = 0; i < rec.runs; ++i) {
-        uint64_t nonce = 0;
-        int64_t t = 0;
-        entries.Get(&nonce);
-        entries.Get(&t);
-        t = Shift(t, to_mono);
-        if (t > mono_now) leases.emplace_back(nonce, t);  // ended leases stay ended
-      }
-      internal::LeaseBuf* buf = internal::LeaseFromEntries(leases);
-      if (buf == nullptr) continue;
-      const uint32_t lease_expiry =
-          expiry_.Encode(internal::LeaseExpiry(buf, mono_now), internal::kLevelProtected);
-      if (sh.leases.insert(internal::SlotLease{rec.key, lease_expiry, buf}).second) {
-        sh.lease_bytes += internal::LeaseBytes(buf);
-      } else {
-        internal::LeaseFree(buf);
-      }
-    } else {
-      // The limit only sizes the buffer here; the real one applies from the next check.
-      const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};
-      Reader runs(payload);
-      runs.Skip(rec.runs_at);
-      LogBuf* log = nullptr;
-      for (uint32_t i = 0; i < rec.runs; ++i) {
-        int64_t t = 0, count = 0;
-        runs.Get(&t);
-        runs.Get(&count);
-        if (!LiveRun(Shift(t, to_mono), mono_now)) continue;
-        // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
-        // counts as made now: the log appends at non-decreasing times only, and a request kept
-        // in the window from now on can only under-admit.
-        log = internal::LogAppend(log, sizing, std::min(Shift(t, to_mono), mono_now), count);
-      }
-      sh.log_bytes += internal::LogBytes(log);
-      if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
-        sh.log_bytes -= internal::LogBytes(log);
-        internal::LogFree(log);
-      }
-    }
+    InsertRecord(sh, expiry_, rec, payload, to_mono, mono_now);
   }
   UnlockAll();
   if (states != nullptr) *states = records;

@@ -52,10 +52,11 @@ absl::Status ValidateAdjust(absl::Span<const Limit> limits, int64_t amount, Adju
       return absl::InvalidArgumentError(std::string("CONCURRENCY takes no ") + verb +
                                         ": end a lease with Release (RL.RELEASE)");
     }
-    if (op == AdjustOp::kRefund && limit.algorithm == Algorithm::kLeakyBucket) {
+    if (op == AdjustOp::kRefund && (TraitsOf(limit.algorithm) & kShaping) != 0) {
       return absl::InvalidArgumentError(
-          "LEAKY_BUCKET cannot refund: its callers were already told when to proceed, and a "
-          "slot given back would let two of them proceed at once");
+          std::string(AlgorithmName(limit.algorithm)) +
+          " cannot refund: its callers were already told when to proceed, and a slot given back "
+          "would let two of them proceed at once");
     }
   }
   if (amount < 0) return absl::InvalidArgumentError("COST must not be negative");

@@ -1,8 +1,7 @@
 // The per-check pieces that every holder of limit state runs: validation of a check (and of a
-// refund, charge or acquire), the two-word algorithm dispatch, penalty blocks, the choice of the
-// binding limit, and shadow mode. The sharded
-// store (limiter.cc) and a caller-held key state (key_state.cc, the Redis module's value) both
-// call these, so a check means the same wherever its state lives.
+// refund, charge or acquire), penalty blocks, the choice of the binding limit, and shadow mode. The
+// sharded store (limiter.cc) and a caller-held key state (key_state.cc, the Redis module's value)
+// both call these, so a check means the same wherever its state lives.
 #pragma once
 
 #include <algorithm>
@@ -12,21 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "algorithms.h"
+#include "registry.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
 
 namespace rl::internal {
-
-// Bucket algorithms read LIMIT/WINDOW as a rate with a capacity, so only they take BURST.
-inline bool HasBurst(Algorithm algorithm) {
-  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kGcra ||
-         algorithm == Algorithm::kLeakyBucket;
-}
-
-// HasBurst as a bit set over the algorithm numbers (for CheckValid).
-inline constexpr uint32_t kBurstAlgorithms = (1u << static_cast<int>(Algorithm::kTokenBucket)) |
-                                             (1u << static_cast<int>(Algorithm::kGcra)) |
-                                             (1u << static_cast<int>(Algorithm::kLeakyBucket));
 
 // True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
 // case) pays neither for building an absl::Status nor for a call per limit. A test compares the
@@ -37,14 +26,14 @@ inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
   bool ok = true;
   for (size_t i = 0; i < n; ++i) {
     const Limit& l = limits[i];
-    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. CONCURRENCY is
-    // above kLeakyBucket: a check takes no lease.
+    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. Only a rate is
+    // checked (a check takes no lease); an algorithm value with no row has no traits.
+    const uint8_t traits = TraitsOf(l.algorithm);
     ok &= (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
           (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
           (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
           (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
-          (static_cast<uint8_t>(l.algorithm) <= static_cast<uint8_t>(Algorithm::kLeakyBucket)) &
-          ((l.burst == 0) | ((kBurstAlgorithms >> (static_cast<uint8_t>(l.algorithm) & 7)) & 1));
+          ((traits & kRate) != 0) & ((l.burst == 0) | ((traits & kBurst) != 0));
     for (size_t j = 0; j < i; ++j) {
       ok &= !(limits[j].algorithm == l.algorithm && limits[j].window_ms == l.window_ms);
     }
@@ -71,31 +60,18 @@ inline size_t ConcurrencyIndex(absl::Span<const Limit> limits) {
   return limits.size();
 }
 
-inline Step<State2> TwoWordStep(const State2* state, const Limit& limit, int64_t now,
-                                int64_t cost) {
-  switch (limit.algorithm) {
-    case Algorithm::kTokenBucket:
-      return TokenBucket(state, limit, now, cost);
-    case Algorithm::kGcra:
-      return Gcra(state, limit, now, cost);
-    case Algorithm::kLeakyBucket:
-      return LeakyBucket(state, limit, now, cost);
-    default:
-      return FixedWindow(state, limit, now, cost);
-  }
-}
+// What a Run does: a check (consumes when all allow), a peek (changes nothing), or an acquire
+// (a check that also takes a lease of its CONCURRENCY limit).
+enum class RunOp : uint8_t { kCheck, kPeek, kAcquire };
 
-inline Step<State2> TwoWordAdjust(const State2* state, const Limit& limit, int64_t now,
-                                  int64_t amount, AdjustOp op) {
-  switch (limit.algorithm) {
-    case Algorithm::kTokenBucket:
-      return TokenBucketAdjust(state, limit, now, amount, op);
-    case Algorithm::kGcra:
-    case Algorithm::kLeakyBucket:
-      return TatAdjust(state, limit, now, amount, op);
-    default:
-      return FixedWindowAdjust(state, limit, now, amount, op);
-  }
+// Whether an allowed run writes a limit's state: an acquire of cost 0 takes its lease but
+// consumes nothing from its rate limits.
+inline bool WritesState(RunOp op, int64_t cost, StateShape shape) {
+  return op != RunOp::kAcquire || cost > 0 || shape == StateShape::kLeases;
+}
+// When a lease taken at `now` ends unless released: after its ttl (kept in window_ms).
+inline int64_t LeaseEnd(const Limit& limit, int64_t now) {
+  return Clamp64(int128{now} + limit.window_ms);
 }
 
 // Penalty blocks (BLOCK duration). A limit with BLOCK that denies a call of positive cost on its

@@ -132,7 +132,7 @@ size_t Shard::FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* kee
                          size_t keep_count, uint32_t* soonest) {
   struct Candidate {
     uint64_t order;  // level above expiry: lowest level first, soonest expiry within a level
-    TableKind kind;
+    StateShape kind;
     uint64_t key;
   };
   std::vector<Candidate> candidates;
@@ -143,7 +143,7 @@ size_t Shard::FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* kee
   uint32_t least = UINT32_MAX;
   // Expired states go at once; the others are candidates unless protected or kept. Erasing does
   // not move the other elements of an absl table, so the iteration goes on.
-  auto visit = [&](auto& table, TableKind kind) {
+  auto visit = [&](auto& table, StateShape kind) {
     mu.AssertHeld();  // a lambda is a function of its own to the analysis; FreeSafely holds it
     for (auto it = table.begin(); it != table.end();) {
       const uint64_t key = it->key;
@@ -170,9 +170,9 @@ size_t Shard::FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* kee
       ++it;
     }
   };
-  visit(two, TableKind::kTwoWord);
-  visit(three, TableKind::kThreeWord);
-  visit(logs, TableKind::kLog);
+  visit(two, StateShape::kTwoWord);
+  visit(three, StateShape::kThreeWord);
+  visit(logs, StateShape::kLog);
   expired += removed;
   size_t evicted = 0;
   if (removed < needed && !candidates.empty()) {
@@ -193,13 +193,13 @@ size_t Shard::FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* kee
   return removed + evicted;
 }
 
-bool Shard::Erase(TableKind kind, uint64_t key) {
+bool Shard::Erase(StateShape kind, uint64_t key) {
   switch (kind) {
-    case TableKind::kTwoWord:
+    case StateShape::kTwoWord:
       return two.erase(key) > 0;
-    case TableKind::kThreeWord:
+    case StateShape::kThreeWord:
       return three.erase(key) > 0;
-    case TableKind::kLog: {
+    case StateShape::kLog: {
       auto it = logs.find(key);
       if (it == logs.end()) return false;
       log_bytes -= LogBytes(it->log);
@@ -207,7 +207,7 @@ bool Shard::Erase(TableKind kind, uint64_t key) {
       logs.erase(it);
       return true;
     }
-    case TableKind::kLeases: {
+    case StateShape::kLeases: {
       auto it = leases.find(key);
       if (it == leases.end()) return false;
       lease_bytes -= LeaseBytes(it->leases);

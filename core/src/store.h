@@ -7,9 +7,9 @@
 // slot (Slot2) is 26 bytes (key, coarse expiry with the usage level, a 48-bit time and a 64-bit
 // state word), 27 with absl's control byte: 62 bytes per key at the lowest load factor a table
 // reaches (7/16, just after growing), 31 at the highest (7/8). The shards' unequal shares of the
-// keys (see SharesFor in limiter.cc) keep the whole store near the mean of that cycle, 1.65 slots
-// per key (~45 B), at every key count. Penalty blocks and lease sets live in tables of their own,
-// so only the keys that use them pay for them.
+// keys (see SharesFor in limiter_store.cc) keep the whole store near the mean of that cycle, 1.65
+// slots per key (~45 B), at every key count. Penalty blocks and lease sets live in tables of their
+// own, so only the keys that use them pay for them.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "algorithms.h"
 #include "leases.h"
+#include "registry.h"
 #include "sliding_log.h"
 
 namespace rl::internal {
@@ -35,15 +36,15 @@ namespace rl::internal {
 struct Slot2 {
   uint64_t key;
   mutable uint32_t expiry;  // coarse expiry (see ExpiryCodec); 0 = already expired
-  mutable uint16_t a_hi;
-  mutable uint32_t a_lo;
-  mutable int64_t b;
+  mutable uint16_t time_hi;
+  mutable uint32_t time_lo;
+  mutable int64_t word;
 
-  int64_t rel_a() const { return Unpack48(a_hi, a_lo); }
+  int64_t rel_time() const { return Unpack48(time_hi, time_lo); }
   // Assigns the members directly: a pointer to a packed member would be misaligned (UB).
-  void set_rel_a(int64_t rel) const {
-    a_hi = Hi48(rel);
-    a_lo = Lo48(rel);
+  void set_rel_time(int64_t rel) const {
+    time_hi = Hi48(rel);
+    time_lo = Lo48(rel);
   }
   static int64_t Unpack48(uint16_t hi, uint32_t lo) {
     // Shift up then arithmetic-shift down to sign-extend the 48-bit value.
@@ -62,26 +63,28 @@ struct Slot2 {
 struct Slot3 {
   uint64_t key;
   mutable uint32_t expiry;
-  mutable uint16_t a_hi;
-  mutable uint32_t a_lo;
-  mutable uint8_t counts[14];  // b in bytes 0-6, c in bytes 7-13, little-endian
+  mutable uint16_t time_hi;
+  mutable uint32_t time_lo;
+  mutable uint8_t counts[14];  // previous in bytes 0-6, current in bytes 7-13, little-endian
 
-  Slot3(uint64_t k, uint32_t e, int64_t rel, int64_t b, int64_t c) : key(k), expiry(e) {
-    set_rel_a(rel);
-    set_counts(b, c);
+  Slot3(uint64_t k, uint32_t e, int64_t rel, int64_t previous, int64_t current)
+      : key(k), expiry(e) {
+    set_rel_time(rel);
+    set_counts(previous, current);
   }
-  int64_t rel_a() const { return Slot2::Unpack48(a_hi, a_lo); }
-  void set_rel_a(int64_t rel) const {
-    a_hi = Slot2::Hi48(rel);
-    a_lo = Slot2::Lo48(rel);
+  int64_t rel_time() const { return Slot2::Unpack48(time_hi, time_lo); }
+  void set_rel_time(int64_t rel) const {
+    time_hi = Slot2::Hi48(rel);
+    time_lo = Slot2::Lo48(rel);
   }
   // Each reads 8 bytes that stay inside the slot and drops the neighbour's byte.
-  int64_t b() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
-  int64_t c() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
-  void set_counts(int64_t b, int64_t c) const {
-    const uint64_t lo = static_cast<uint64_t>(b) & kCountMask, hi = static_cast<uint64_t>(c);
-    const uint64_t first = lo | hi << 56;  // b and c's low byte
-    const uint64_t rest = hi >> 8;         // c's other six bytes
+  int64_t previous() const { return static_cast<int64_t>(Load64(counts) & kCountMask); }
+  int64_t current() const { return static_cast<int64_t>(Load64(counts + 6) >> 8); }
+  void set_counts(int64_t previous, int64_t current) const {
+    const uint64_t lo = static_cast<uint64_t>(previous) & kCountMask;
+    const uint64_t hi = static_cast<uint64_t>(current);
+    const uint64_t first = lo | hi << 56;  // previous and current's low byte
+    const uint64_t rest = hi >> 8;         // current's other six bytes
     std::memcpy(counts, &first, 8);
     std::memcpy(counts + 8, &rest, 6);
   }
@@ -173,22 +176,6 @@ using TableLog = absl::flat_hash_set<SlotLog, SlotHash, SlotEq, TableAllocator<S
 using TableBlock = absl::flat_hash_set<SlotBlock, SlotHash, SlotEq, TableAllocator<SlotBlock>>;
 using TableLease = absl::flat_hash_set<SlotLease, SlotHash, SlotEq, TableAllocator<SlotLease>>;
 
-// Which table of a shard holds an algorithm's states. Inline (as are Encode and ToRel below):
-// every check calls them, and out of line they cost a call each.
-enum class TableKind : uint8_t { kTwoWord, kThreeWord, kLog, kLeases };
-inline TableKind TableFor(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kSlidingWindow:
-      return TableKind::kThreeWord;
-    case Algorithm::kSlidingLog:
-      return TableKind::kLog;
-    case Algorithm::kConcurrency:
-      return TableKind::kLeases;
-    default:
-      return TableKind::kTwoWord;
-  }
-}
-
 inline constexpr int kExpiryShift = 10;  // 1024 ms per expiry unit
 
 // Every slot's 32-bit expiry word also carries, in its low two bits, how much of its allowance the
@@ -253,7 +240,7 @@ class ExpiryCodec {
 
 // A three-state futex mutex (Drepper, "Futexes Are Tricky", mutex 3): 0 free, 1 locked, 2 locked
 // and maybe waited for. Uncontended, lock and unlock are one atomic instruction each, where
-// std::mutex went through pthread's (~55 instructions per check). Under contention it sleeps in
+// std::mutex went through pthread's mutex code on every check. Under contention it sleeps in
 // the kernel as std::mutex does (neither spins). Linux only, like the rest of the project.
 class ABSL_LOCKABLE ShardMutex {
  public:
@@ -334,7 +321,7 @@ struct alignas(64) Shard {
   size_t FreeSafely(size_t needed, uint32_t expired_at, const uint64_t* keep, size_t keep_count,
                     uint32_t* soonest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Removes one state; true if it existed.
-  bool Erase(TableKind kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  bool Erase(StateShape kind, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // When the running block of state `key` ends; `now_ms` when none runs (an ended block found on
   // the way is removed).
   int64_t BlockedUntil(uint64_t key, int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);

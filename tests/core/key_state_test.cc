@@ -315,7 +315,7 @@ TEST(KeyState, DecodeRefusesMalformedInputWithoutCrashing) {
   ASSERT_EQ(good[0], 2);
   ASSERT_TRUE(KeyState::Decode(good).ok());
   EXPECT_FALSE(KeyState::Decode("").ok());
-  EXPECT_FALSE(KeyState::Decode(std::string("\x03\x00\x00", 3)).ok()) << "unknown version";
+  EXPECT_FALSE(KeyState::Decode(std::string("\x04\x00\x00", 3)).ok()) << "unknown version";
   EXPECT_FALSE(KeyState::Decode(good + "x").ok()) << "trailing bytes";
   for (size_t cut = 0; cut < good.size(); ++cut) {
     EXPECT_FALSE(KeyState::Decode(good.substr(0, cut)).ok()) << cut;
@@ -438,7 +438,7 @@ TEST(Validation, FastPredicateEqualsTheValidator) {
   for (int i = 0; i < 200000; ++i) {
     std::vector<Limit> limits(rng() % 10);
     for (Limit& l : limits) {
-      l.algorithm = static_cast<Algorithm>(rng() % 8);
+      l.algorithm = static_cast<Algorithm>(rng() % 12);
       l.limit = pick();
       l.window_ms = rng() % 3 ? 1 + static_cast<int64_t>(rng() % 4) : pick();
       l.burst = rng() % 2 ? 0 : pick();

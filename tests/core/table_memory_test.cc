@@ -67,14 +67,14 @@ TEST(TableMemoryTest, SlidingWindowSlotKeepsBothCounts) {
   for (int64_t b : values) {
     for (int64_t c : values) {
       const Slot3 s(0x0123456789ABCDEFull, 77, -5, b, c);
-      EXPECT_EQ(s.b(), b) << b << " " << c;
-      EXPECT_EQ(s.c(), c) << b << " " << c;
-      EXPECT_EQ(s.rel_a(), -5);
+      EXPECT_EQ(s.previous(), b) << b << " " << c;
+      EXPECT_EQ(s.current(), c) << b << " " << c;
+      EXPECT_EQ(s.rel_time(), -5);
       EXPECT_EQ(s.key, 0x0123456789ABCDEFull);
       EXPECT_EQ(s.expiry, 77u);
       s.set_counts(c, b);  // rewritten in place, the neighbour's bytes included
-      EXPECT_EQ(s.b(), c);
-      EXPECT_EQ(s.c(), b);
+      EXPECT_EQ(s.previous(), c);
+      EXPECT_EQ(s.current(), b);
     }
   }
   // Counts from elsewhere (an older snapshot) are clamped into the range; below zero means zero to
@@ -88,10 +88,10 @@ TEST(TableMemoryTest, SlidingWindowSlotKeepsBothCounts) {
 // exactly what the algorithm computed.
 TEST(TableMemoryTest, SlidingWindowChargesSaturateAtTheSlotsRange) {
   const Limit l{Algorithm::kSlidingWindow, 10, 60000};
-  internal::State3 s{0, 0, kMaxWindowCount - 3};
-  const internal::Step<internal::State3> step =
+  internal::ThreeWordState s{0, 0, kMaxWindowCount - 3};
+  const internal::Step<internal::ThreeWordState> step =
       internal::SlidingWindowAdjust(&s, l, 1, kMaxLimit, internal::AdjustOp::kCharge);
-  EXPECT_EQ(step.state.c, kMaxWindowCount);
+  EXPECT_EQ(step.state.current, kMaxWindowCount);
   EXPECT_FALSE(step.result.allowed);
 
   ManualClock clock(0);
@@ -100,9 +100,9 @@ TEST(TableMemoryTest, SlidingWindowChargesSaturateAtTheSlotsRange) {
   std::string snapshot;
   ASSERT_TRUE(limiter.ExportState(&snapshot).ok());
   // The exported count is the saturated one, read back from the packed slot.
-  const internal::State3 expect{0, 0, kMaxWindowCount};
+  const internal::ThreeWordState expect{0, 0, kMaxWindowCount};
   const Decision d = *limiter.Peek("", "k", {l}, 1);
-  const internal::Step<internal::State3> want = internal::SlidingWindow(&expect, l, 0, 1);
+  const internal::Step<internal::ThreeWordState> want = internal::SlidingWindow(&expect, l, 0, 1);
   EXPECT_EQ(d.allowed, want.result.allowed);
   EXPECT_EQ(d.retry_after_ms, want.result.retry_after_ms);
   EXPECT_EQ(d.reset_after_ms, want.result.reset_after_ms);

@@ -123,8 +123,8 @@ TEST_F(RlBadInputTest, ForgedSetStateIsRefusedOrHarmless) {
   const std::string good = EncodeState({gcra, log});
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"", "ERR invalid rate-limit state: truncated header"},
-      {std::string("\x03\x00\x00", 3),
-       "ERR invalid rate-limit state: unsupported encoding version 3"},
+      {std::string("\x04\x00\x00", 3),
+       "ERR invalid rate-limit state: unsupported encoding version 4"},
       {good.substr(0, good.size() - 1), "ERR invalid rate-limit state: truncated log"},
       {good + "x", "ERR invalid rate-limit state: trailing bytes"},
       {dup, "ERR invalid rate-limit state: duplicate state"},

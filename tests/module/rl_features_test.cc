@@ -278,8 +278,8 @@ TEST_F(RlFeaturesTest, ForgedBlocksAndLeasesAreRefusedOrHarmless) {
   std::string v1_block = good;
   v1_block[0] = 1;
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {std::string("\x03\x00\x00", 3),
-       "ERR invalid rate-limit state: unsupported encoding version 3"},
+      {std::string("\x04\x00\x00", 3),
+       "ERR invalid rate-limit state: unsupported encoding version 4"},
       {EncodeV2({Entry(6, 5, now_ms)}), "ERR invalid rate-limit state: bad window"},
       {EncodeV2({Entry(0x80 | 6, 0, now_ms)}), "ERR invalid rate-limit state: block of leases"},
       {EncodeV2({Entry(0x80 | 1, 0, now_ms)}), "ERR invalid rate-limit state: bad window"},

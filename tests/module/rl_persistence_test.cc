@@ -362,7 +362,7 @@ TEST_F(RlPersistenceTest, TamperedRestorePayloadsAreRefused) {
   } tampers[] = {
       {"type encoding version", 9, static_cast<char>(payload[9] ^ 1),
        "rl: ratelimit value of unknown encoding version 3"},
-      {"state encoding version", 12, 3, "unsupported encoding version 3"},
+      {"state encoding version", 12, 4, "unsupported encoding version 4"},
       {"state count", 14, static_cast<char>(0xff), "too many states"},  // high byte
       {"algorithm", 12 + 3 + 8, 9, "unknown algorithm"},
       {"window", 12 + 3 + 9 + 7, static_cast<char>(0x7f), "bad window"},

@@ -12,23 +12,22 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "rl/algorithm_rows.h"
 
 namespace rl {
 
+// kTokenBucket, kGcra, kSlidingLog, kSlidingWindow, kFixedWindow, kLeakyBucket, kConcurrency:
+// one per row of the registry (rl/algorithm_rows.h), which says what each is.
 enum class Algorithm : uint8_t {
-  kTokenBucket = 0,
-  kGcra = 1,
-  kSlidingLog = 2,
-  kSlidingWindow = 3,
-  kFixedWindow = 4,
-  kLeakyBucket = 5,
-  // Not a rate: at most LIMIT leases held at once, each ending when released or after its ttl
-  // (kept in window_ms). Taken with Limiter::Acquire / RL.ACQUIRE, never by a plain check.
-  kConcurrency = 6,
+#define RL_ENUMERATOR(Name, id, spec_name, traits, shape) k##Name = id,
+  RL_ALGORITHM_ROWS(RL_ENUMERATOR)
+#undef RL_ENUMERATOR
 };
 
-// "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW", "LEAKY_BUCKET",
-// "CONCURRENCY".
+// Every algorithm, in id order.
+absl::Span<const Algorithm> Algorithms();
+// The spec name: "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW",
+// "LEAKY_BUCKET", "CONCURRENCY"; "UNKNOWN" for a value that is none of them.
 std::string_view AlgorithmName(Algorithm algorithm);
 // Case-insensitive inverse of AlgorithmName; nullopt for anything else.
 std::optional<Algorithm> ParseAlgorithm(std::string_view name);
