@@ -9,11 +9,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "config.h"
 #include "in_process.h"
+#include "resp_client.h"
+#include "server_process.h"
 #include "settings.h"
 
 namespace rl::test {
@@ -154,6 +157,26 @@ TEST(SettingsTableTest, EveryRowAnswersConfigGet) {
       EXPECT_EQ(r.elements[1].str.find(SettingText(s, config)), std::string::npos) << name;
     }
   }
+}
+
+// The same through a real rl-server, all at once: CONFIG GET * names every row, and the port is
+// the one in use (the flags said 0).
+TEST(SettingsTableTest, ARealServerAnswersConfigGetForEveryRow) {
+  ServerProcess server({"--overflow", "fail-closed"});
+  ASSERT_GT(server.port(), 0);
+  RespClient c(server.port());
+  Reply all = c.Call({"CONFIG", "GET", "*"});
+  std::map<std::string, std::string> got;
+  for (size_t i = 0; i + 1 < all.elements.size(); i += 2) {
+    got[all.elements[i].str] = all.elements[i + 1].str;
+  }
+  for (const Setting& s : server::Settings()) {
+    EXPECT_EQ(got.count(std::string(server::ConfigGetName(s))), 1u) << s.name;
+  }
+  EXPECT_EQ(got["port"], std::to_string(server.port()));
+  EXPECT_EQ(got["overflow"], "fail-closed");
+  EXPECT_EQ(got["appendonly"], "no") << "Redis's fixed answers stay";
+  EXPECT_EQ(server.Terminate(), 0);
 }
 
 TEST(SettingsTableTest, EveryRowIsInHelp) {
