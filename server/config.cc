@@ -1,5 +1,6 @@
-// The numeric settings table, the TOML config file and the checks between settings. Only
-// startup and reload code: errors are values, never exceptions that escape.
+// The numeric settings table, the TOML config file (its keys are settings.h's rows) and the
+// checks between settings. Only startup and reload code: errors are values, never exceptions
+// that escape.
 #include "config.h"
 
 #include <fmt/core.h>
@@ -15,6 +16,7 @@
 #include "rl/ascii.h"
 #include "rl/command/toml_file.h"
 #include "rl/limit.h"
+#include "settings.h"
 #include "text.h"
 
 namespace rl::server {
@@ -122,47 +124,41 @@ absl::StatusOr<int64_t> TomlNumber(const NumericSetting& s, const toml::node& no
                                                 FormatNumericSetting(s, s.max)));
 }
 
-}  // namespace
-
-absl::StatusOr<bool> ParseYesNo(std::string_view text) {
-  std::string lower = AsciiLowered(text);
-  if (lower == "yes" || lower == "true" || lower == "1") return true;
-  if (lower == "no" || lower == "false" || lower == "0") return false;
-  return absl::InvalidArgumentError(fmt::format("expected yes or no, got '{}'", text));
-}
-
-absl::StatusOr<rl::FailureMode> ParseOverflowMode(std::string_view text) {
-  const std::string lower = AsciiLowered(text);
-  if (lower == "fail-open") return rl::FailureMode::kFailOpen;
-  if (lower == "fail-closed") return rl::FailureMode::kFailClosed;
-  return absl::InvalidArgumentError(
-      fmt::format("overflow must be fail-open or fail-closed, got '{}'", text));
-}
-
-std::string_view OverflowModeName(rl::FailureMode mode) {
-  return mode == rl::FailureMode::kFailClosed ? "fail-closed" : "fail-open";
-}
-
-absl::StatusOr<DebugCommandMode> ParseDebugCommandMode(std::string_view text) {
-  const std::string lower = AsciiLowered(text);
-  if (lower == "no") return DebugCommandMode::kNo;
-  if (lower == "yes") return DebugCommandMode::kYes;
-  if (lower == "local") return DebugCommandMode::kLocal;
-  return absl::InvalidArgumentError(
-      fmt::format("enable-debug-command must be no, yes or local, got '{}'", text));
-}
-
-std::string_view DebugCommandModeName(DebugCommandMode mode) {
-  switch (mode) {
-    case DebugCommandMode::kYes:
-      return "yes";
-    case DebugCommandMode::kLocal:
-      return "local";
-    case DebugCommandMode::kNo:
-      break;
+// A setting's TOML value: numbers as TomlNumber; strings, choices and yes/no as the flag's text
+// in a TOML string; booleans where the kind takes them. Errors say what is expected.
+absl::Status SetFromToml(const Setting& s, const toml::node& node, ServerConfig& c) {
+  const auto* text = node.as_string();
+  const auto* boolean = node.as_boolean();
+  switch (s.kind) {
+    case SettingKind::kNumber: {
+      auto number = TomlNumber(*s.number, node);
+      if (!number.ok()) return number.status();
+      s.number->set(c, *number);
+      return absl::OkStatus();
+    }
+    case SettingKind::kString:
+      if (text == nullptr) return absl::InvalidArgumentError("must be a string");
+      return SetSettingText(s, text->get(), c);
+    case SettingKind::kYesNo:
+      if (boolean != nullptr) return SetSettingText(s, boolean->get() ? "yes" : "no", c);
+      if (text == nullptr) return absl::InvalidArgumentError("must be yes or no");
+      return SetSettingText(s, text->get(), c);
+    case SettingKind::kSwitch:
+      if (boolean == nullptr) return absl::InvalidArgumentError("must be true or false");
+      return SetSettingText(s, boolean->get() ? "yes" : "no", c);
+    case SettingKind::kChoice:
+      if (boolean != nullptr && s.choice->toml_boolean) {
+        return SetSettingText(s, s.choice->names[boolean->get() ? 1 : 0], c);
+      }
+      if (text == nullptr) {
+        return absl::InvalidArgumentError(
+            fmt::format("must be {}", ChoiceList(*s.choice, /*quoted=*/true)));
+      }
+      return SetSettingText(s, text->get(), c);
   }
-  return "no";
+  return absl::InternalError("unknown setting kind");
 }
+}  // namespace
 
 absl::Span<const NumericSetting> NumericSettings() { return kSettings; }
 
@@ -279,50 +275,12 @@ absl::Status LoadConfigText(std::string_view text, std::string_view source,
     std::replace(key.begin(), key.end(), '_', '-');
     if (key == "policies") continue;
     if (Kept(keep, key)) continue;
-    if (const NumericSetting* setting = FindNumericSetting(key)) {
-      auto number = TomlNumber(*setting, value);
-      if (!number.ok()) return fail(key, ToStd(number.status().message()));
-      setting->set(*config, *number);
-    } else if (key == "bind" || key == "requirepass" || key == "snapshot") {
-      const auto* s = value.as_string();
-      if (s == nullptr) return fail(key, "must be a string");
-      if (key == "bind") config->bind = s->get();
-      if (key == "requirepass") config->requirepass = s->get();
-      if (key == "snapshot") config->snapshot_file = s->get();
-    } else if (key == "protected-mode") {
-      if (const auto* b = value.as_boolean()) {
-        config->protected_mode = b->get();
-      } else if (const auto* s = value.as_string()) {
-        auto yes = ParseYesNo(s->get());
-        if (!yes.ok()) return fail(key, ToStd(yes.status().message()));
-        config->protected_mode = *yes;
-      } else {
-        return fail(key, "must be yes or no");
-      }
-    } else if (key == "overflow") {
-      auto text = value.value<std::string>();
-      if (!text) return fail(key, "must be \"fail-open\" or \"fail-closed\"");
-      auto mode = ParseOverflowMode(*text);
-      if (!mode.ok()) return fail(key, ToStd(mode.status().message()));
-      config->overflow = *mode;
-    } else if (key == "enable-debug-command") {
-      // A string as in redis.conf, or a TOML boolean for yes/no.
-      if (const auto* b = value.as_boolean()) {
-        config->enable_debug_command = b->get() ? DebugCommandMode::kYes : DebugCommandMode::kNo;
-      } else if (const auto* s = value.as_string()) {
-        auto mode = ParseDebugCommandMode(s->get());
-        if (!mode.ok()) return fail(key, ToStd(mode.status().message()));
-        config->enable_debug_command = *mode;
-      } else {
-        return fail(key, "must be \"no\", \"yes\" or \"local\"");
-      }
-    } else if (key == "snapshot-strict") {
-      const auto* b = value.as_boolean();
-      if (b == nullptr) return fail(key, "must be true or false");
-      config->snapshot_strict = b->get();
-    } else {
+    const Setting* setting = FindSetting(key);
+    if (setting == nullptr) {
       return absl::InvalidArgumentError(fmt::format("{}: unknown setting '{}'", source, key));
     }
+    absl::Status st = SetFromToml(*setting, value, *config);
+    if (!st.ok()) return fail(key, ToStd(st.message()));
   }
   auto policies = command::PoliciesOf(root);
   if (!policies.ok()) return policies.status();

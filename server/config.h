@@ -1,8 +1,9 @@
 // rl-server settings: command-line flags (Boost.Program_options, flags.cc) over a TOML config
 // file (toml++), plus the named policies the file defines. Flags given on the command line win
-// over the file; the file's [policies] table is re-read on SIGHUP. Every numeric setting has one
-// row in NumericSettings() (name, unit, range) that both the flags and the file are checked
-// against, so "-1", an overflow or a wrapped value is refused the same way from either.
+// over the file; the file's [policies] table is re-read on SIGHUP. Every setting is a row of
+// Settings() (settings.h), which flags, file, CONFIG GET and --help come from; a numeric one's
+// row also has one in NumericSettings() (name, unit, range) that both the flags and the file are
+// checked against, so "-1", an overflow or a wrapped value is refused the same way from either.
 #pragma once
 
 #include <cstddef>

@@ -7,42 +7,11 @@
 
 #include "server.h"
 #include "server_state.h"
+#include "settings.h"
 
 namespace rl::server {
 
 namespace {
-
-// The settings a config file may hold besides the numeric ones (LoadConfigText's other keys; a
-// new key there needs its row here): name, how to reset one to its default, and its value as
-// text for ChangedSettings.
-struct OtherSetting {
-  std::string_view name;
-  void (*reset)(ServerConfig& c, const ServerConfig& defaults);
-  std::string (*text)(const ServerConfig& c);
-};
-const OtherSetting kOtherSettings[] = {
-    {"bind", [](ServerConfig& c, const ServerConfig& d) { c.bind = d.bind; },
-     [](const ServerConfig& c) { return c.bind; }},
-    {"requirepass", [](ServerConfig& c, const ServerConfig& d) { c.requirepass = d.requirepass; },
-     [](const ServerConfig& c) { return c.requirepass; }},
-    {"snapshot", [](ServerConfig& c, const ServerConfig& d) { c.snapshot_file = d.snapshot_file; },
-     [](const ServerConfig& c) { return c.snapshot_file; }},
-    {"protected-mode",
-     [](ServerConfig& c, const ServerConfig& d) { c.protected_mode = d.protected_mode; },
-     [](const ServerConfig& c) { return std::string(c.protected_mode ? "yes" : "no"); }},
-    {"overflow", [](ServerConfig& c, const ServerConfig& d) { c.overflow = d.overflow; },
-     [](const ServerConfig& c) { return std::string(OverflowModeName(c.overflow)); }},
-    {"enable-debug-command",
-     [](ServerConfig& c, const ServerConfig& d) {
-       c.enable_debug_command = d.enable_debug_command;
-     },
-     [](const ServerConfig& c) {
-       return std::string(DebugCommandModeName(c.enable_debug_command));
-     }},
-    {"snapshot-strict",
-     [](ServerConfig& c, const ServerConfig& d) { c.snapshot_strict = d.snapshot_strict; },
-     [](const ServerConfig& c) { return std::string(c.snapshot_strict ? "true" : "false"); }},
-};
 
 bool Kept(const std::vector<std::string>& keep, std::string_view name) {
   return std::find(keep.begin(), keep.end(), name) != keep.end();
@@ -55,11 +24,10 @@ absl::StatusOr<ServerConfig> ReloadConfigFile(const ServerConfig& running) {
   const ServerConfig defaults;
   const std::vector<std::string>& keep = running.command_line_flags;
   // A setting removed from the file goes back to its default, as at start.
-  for (const NumericSetting& s : NumericSettings()) {
-    if (!Kept(keep, s.name)) s.set(next, s.get(defaults));
-  }
-  for (const OtherSetting& s : kOtherSettings) {
-    if (!Kept(keep, s.name)) s.reset(next, defaults);
+  for (const Setting& s : Settings()) {
+    if (Kept(keep, s.name)) continue;
+    absl::Status reset = SetSettingText(s, SettingText(s, defaults), next);
+    if (!reset.ok()) return reset;  // a default that does not read back: a bug in the table
   }
   next.policies.clear();
   absl::Status st = LoadConfigFile(running.config_file, keep, &next);
@@ -70,16 +38,10 @@ absl::StatusOr<ServerConfig> ReloadConfigFile(const ServerConfig& running) {
 
 std::vector<std::string> ChangedSettings(const ServerConfig& a, const ServerConfig& b) {
   std::vector<std::string> out;
-  for (const NumericSetting& s : NumericSettings()) {
-    if (s.get(a) == s.get(b)) continue;
-    out.push_back(fmt::format("{} ({} -> {})", s.name, FormatNumericSetting(s, s.get(a)),
-                              FormatNumericSetting(s, s.get(b))));
-  }
-  for (const OtherSetting& s : kOtherSettings) {
-    const std::string x = s.text(a), y = s.text(b);
+  for (const Setting& s : Settings()) {
+    const std::string x = SettingText(s, a), y = SettingText(s, b);
     if (x == y) continue;
-    out.push_back(s.name == "requirepass" ? std::string(s.name)
-                                          : fmt::format("{} ({} -> {})", s.name, x, y));
+    out.push_back(s.secret ? std::string(s.name) : fmt::format("{} ({} -> {})", s.name, x, y));
   }
   return out;
 }

@@ -242,6 +242,7 @@ absl::Status Server::Start() {
         fmt::format("cannot listen on {}:{}: {}", c.bind, c.port, ec.message()));
   }
   state_.port = acceptor_->local_endpoint().port();
+  state_.config.port = state_.port;  // in force: what port 0 chose (CONFIG GET)
   accept_backoff_ = std::make_unique<AcceptBackoff>(main_ctx, "clients", c.quiet,
                                                     &state_.global.accept_resource_errors);
   signals_ = std::make_unique<asio::signal_set>(control_ctx_, SIGTERM, SIGINT, SIGHUP);

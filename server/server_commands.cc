@@ -19,6 +19,7 @@
 #include "rl/version.h"
 #include "server.h"
 #include "server_state.h"
+#include "settings.h"
 
 namespace rl::server {
 namespace {
@@ -265,31 +266,19 @@ void Info(CommandContext& ctx) {
   ctx.w.Verbatim("txt", out);
 }
 
+// Every row of the settings table by its CONFIG GET name (read-only), and the Redis settings
+// clients and redis-benchmark ask for, with this server's fixed answers.
 void ConfigGet(CommandContext& ctx) {
   const ServerConfig& c = ctx.state.config;
-  // Read-only values: those clients and redis-benchmark ask for, and this server's settings.
-  const std::pair<std::string, std::string> params[] = {
-      {"appendonly", "no"},
-      {"bind", c.bind},
-      {"databases", "1"},
-      {"maxclients", std::to_string(c.maxclients)},
-      {"maxmemory", std::to_string(c.max_memory)},
-      {"max-keys", std::to_string(c.max_keys)},
-      {"port", std::to_string(ctx.state.port)},
-      {"protected-mode", c.protected_mode ? "yes" : "no"},
-      {"save", ""},
-      {"timeout", std::to_string(c.timeout_s)},
-      {"io-threads", std::to_string(c.threads)},
-      {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
-      {"client-query-buffer-limit", std::to_string(c.client_query_limit)},
-      {"client-query-buffer-total", std::to_string(c.client_query_total)},
-      {"enable-debug-command", std::string(DebugCommandModeName(c.enable_debug_command))},
-  };
-  std::vector<const std::pair<std::string, std::string>*> hits;
+  std::vector<std::pair<std::string_view, std::string>> params = {
+      {"appendonly", "no"}, {"databases", "1"}, {"save", ""}};
+  for (const Setting& s : Settings()) params.emplace_back(ConfigGetName(s), ConfigGetValue(s, c));
+  std::vector<const std::pair<std::string_view, std::string>*> hits;
   for (const auto& p : params) {
+    const std::string name(p.first);
     for (size_t i = 2; i < ctx.args.size(); ++i) {
       std::string pattern(ctx.args[i]);
-      if (fnmatch(pattern.c_str(), p.first.c_str(), FNM_CASEFOLD) == 0) {
+      if (fnmatch(pattern.c_str(), name.c_str(), FNM_CASEFOLD) == 0) {
         hits.push_back(&p);
         break;
       }
