@@ -12,19 +12,6 @@ absl::Status NotAnInteger() {
   return absl::InvalidArgumentError("value is not an integer or out of range");
 }
 
-// A duration as everywhere, or zero with a unit ("0ms", "0s": no wait, a plain check's answer
-// with a charge's bookkeeping), which a window or a block cannot be.
-absl::StatusOr<int64_t> ParseMaxWait(std::string_view text) {
-  size_t zeros = 0;
-  while (zeros < text.size() && text[zeros] == '0') ++zeros;
-  if (zeros > 0 && zeros < text.size() && (text[zeros] < '0' || text[zeros] > '9')) {
-    absl::StatusOr<int64_t> unit =
-        ParseDurationMs(std::string("1") + std::string(text.substr(zeros)));
-    if (unit.ok()) return 0;
-  }
-  return ParseDurationMs(text);
-}
-
 // "TOKEN_BUCKET, GCRA, ..., CONCURRENCY": every algorithm, for the message of a missing limit.
 std::string AlgorithmNames() {
   std::string names;
@@ -58,7 +45,7 @@ absl::Status ParseOptions(Verb verb, absl::Span<const std::string_view> args, si
     } else if (verb == Verb::kCheck && EqualsIgnoreCase(token, "MAXWAIT") &&
                pos + 1 < args.size()) {
       if (r->max_wait_ms >= 0) return absl::InvalidArgumentError("MAXWAIT given more than once");
-      absl::StatusOr<int64_t> ms = ParseMaxWait(args[pos + 1]);
+      absl::StatusOr<int64_t> ms = ParseWaitMs(args[pos + 1], "MAXWAIT");
       if (!ms.ok()) return ms.status();
       r->max_wait_ms = *ms;
       pos += 2;

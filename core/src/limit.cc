@@ -112,9 +112,12 @@ absl::Status ValidateLimit(const Limit& limit) {
   return absl::OkStatus();
 }
 
-// A duration; `what` names it when a unit is missing ("window", "BLOCK", "LEASE").
+// A duration of at least `min_ms` (1, or 0 where "no wait" means something). `what` names it
+// when a unit is missing ("window", "BLOCK", "LEASE"); `noun` when it is malformed or out of range
+// (limit options have always said "window" there, and clients match that text).
 absl::StatusOr<int64_t> ParseDuration(std::string_view text, std::string_view what,
-                                      BareDuration bare) {
+                                      BareDuration bare, int64_t min_ms = 1,
+                                      std::string_view noun = "window") {
   const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
   const std::string_view number = text.substr(0, digits);
   const std::string_view unit = text.substr(digits);
@@ -123,13 +126,14 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text, std::string_view wh
     if (EqualsIgnoreCase(unit, u.suffix)) unit_ms = u.ms;
   }
   if (number.empty() || unit_ms == 0) {
-    return absl::InvalidArgumentError("invalid window '" + Echo(text) + "' " +
+    return absl::InvalidArgumentError("invalid " + std::string(noun) + " '" + Echo(text) + "' " +
                                       std::string(kWindowHint));
   }
   int64_t value = 0;
   // Bounding the count by kMaxWindowMs / unit_ms keeps the product in range without overflow.
-  if (!ParseDigits(number, kMaxWindowMs / unit_ms, &value) || value == 0) {
-    return absl::InvalidArgumentError("window '" + Echo(text) + "' out of range (1ms to " +
+  if (!ParseDigits(number, kMaxWindowMs / unit_ms, &value) || value * unit_ms < min_ms) {
+    return absl::InvalidArgumentError(std::string(noun) + " '" + Echo(text) + "' out of range (" +
+                                      std::to_string(min_ms) + "ms to " +
                                       FormatDuration(kMaxWindowMs) + ")");
   }
   if (unit.empty() && bare == BareDuration::kRefused) {
@@ -197,6 +201,10 @@ std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
 
 absl::StatusOr<int64_t> ParseDurationMs(std::string_view text, BareDuration bare) {
   return ParseDuration(text, "window", bare);
+}
+
+absl::StatusOr<int64_t> ParseWaitMs(std::string_view text, std::string_view what) {
+  return ParseDuration(text, what, BareDuration::kRefused, /*min_ms=*/0, what);
 }
 
 std::string FormatDuration(int64_t ms) {

@@ -92,6 +92,13 @@ TEST_F(MaxWaitTest, GrammarErrors) {
             "-ERR MAXWAIT given more than once\r\n");
   EXPECT_EQ(Run({"RL.PEEK", "k", "GCRA", "2", "1s", "MAXWAIT", "1s"}), "-ERR syntax error\r\n");
   EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "2", "1s", "MAXWAIT"}), "-ERR syntax error\r\n");
+  // Errors name the wait, not a window; zero needs its unit as any duration does.
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "2", "1s", "MAXWAIT", "-1s"}),
+            "-ERR invalid MAXWAIT '-1s' (use e.g. 250ms, 1s, 1m, 1h, 1d)\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "2", "1s", "MAXWAIT", "0"}),
+            "-ERR MAXWAIT '0' needs a unit: 0s, 1m, 250ms\r\n");
+  EXPECT_EQ(Run({"RL.CHECK", "k", "GCRA", "2", "1s", "MAXWAIT", "3651d"}),
+            "-ERR MAXWAIT '3651d' out of range (0ms to 3650d)\r\n");
 }
 
 // MAXWAIT 0ms (or 0s): no wait; what has room is taken, anything else refused.

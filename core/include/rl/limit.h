@@ -76,6 +76,9 @@ enum class BareDuration : uint8_t {
 // [1, kMaxWindowMs]. Error messages are fit for a RESP "-ERR " reply.
 absl::StatusOr<int64_t> ParseDurationMs(std::string_view text,
                                         BareDuration bare = BareDuration::kRefused);
+// A wait named `what` in its errors (e.g. "MAXWAIT"): a duration with a unit as above, where zero
+// ("0ms", "0s": no wait) is allowed too.
+absl::StatusOr<int64_t> ParseWaitMs(std::string_view text, std::string_view what);
 // Shortest exact rendering: 60000 -> "1m", 1500 -> "1500ms".
 std::string FormatDuration(int64_t ms);
 
