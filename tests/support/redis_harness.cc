@@ -151,9 +151,10 @@ RedisServer::~RedisServer() {
 }
 
 ::testing::AssertionResult RedisServer::Start() {
-  if (!RedisAvailable())
+  if (!RedisAvailable()) {
     return ::testing::AssertionFailure()
            << "server or cli not found: " << RedisServerPath() << ", " << RedisCliPath();
+  }
   if (dir_.empty()) return ::testing::AssertionFailure() << "no temp dir";
   if (running()) return ::testing::AssertionFailure() << Describe() << " already running";
   // A port picked here was free a moment ago; a parallel test's connection or server can take it
