@@ -55,12 +55,16 @@ TEST_F(ProbeTest, LoadsWithItsNameVersionsAndArguments) {
   ASSERT_NE(Field(modules.elements[0], "name"), nullptr);
   EXPECT_EQ(Field(modules.elements[0], "name")->str, "probe");
   EXPECT_EQ(Field(modules.elements[0], "ver")->integer, 1);
-  // GetServerVersion is 0x00MMmmpp of the running server; the type methods struct is version 4.
-  const std::string version = server_.InfoField("server", "redis_version");
+  // GetServerVersion is 0x00MMmmpp of the running server: Valkey's own version (its INFO keeps
+  // redis_version at the Redis release it is compatible with, 7.2.4 for Valkey 8). The server's
+  // type methods struct is version 4 in Redis 7.0, 5 (aux_save2) from Redis 7.2 and in Valkey 8;
+  // the probe, like rl.so, declares version 4, which both accept.
+  std::string version = server_.InfoField("server", "valkey_version");
+  if (version.empty()) version = server_.InfoField("server", "redis_version");
   int major = 0, minor = 0, patch = 0;
   ASSERT_EQ(std::sscanf(version.c_str(), "%d.%d.%d", &major, &minor, &patch), 3);
   EXPECT_EQ(ProbeStat(server_, "server_version"), (major << 16) | (minor << 8) | patch);
-  EXPECT_EQ(ProbeStat(server_, "type_method_version"), 4);
+  EXPECT_GE(ProbeStat(server_, "type_method_version"), 4);
   EXPECT_NE(server_.ReadLog().find("probe: loaded (0 arguments)"), std::string::npos);
 }
 
@@ -337,8 +341,11 @@ TEST_F(ProbeTest, AclReadOnlyKeyPatternsFollowTheKeySpecFlags) {
   ASSERT_EQ(reader->Call({"AUTH", "reader", "any"}).str, "OK");
   EXPECT_EQ(reader->Call({"PROBE.GET", "k"}).str, "v");              // RO key spec
   EXPECT_EQ(reader->Call({"PROBE.META", "k"}).elements.size(), 4u);  // RO key spec
-  const std::string noperm =
-      "NOPERM this user has no permissions to access one of the keys used as arguments";
+  // The server's refusal of a write to a read-only pattern, as SET gets it (the text differs:
+  // Redis 7.0 "NOPERM this user has no permissions to access one of the keys used as
+  // arguments", Valkey 8 "NOPERM No permissions to access a key").
+  const std::string noperm = reader->Call({"SET", "k", "w"}).str;
+  ASSERT_EQ(noperm.rfind("NOPERM", 0), 0u) << noperm;
   EXPECT_EQ(reader->Call({"PROBE.SET", "k", "w"}).str, noperm);  // RW key spec
   EXPECT_EQ(reader->Call({"PROBE.DEL", "k"}).str, noperm);       // RM key spec
   // RedisModule_KeyAtPos reports keys without flags, which ACL treats as read + write: a

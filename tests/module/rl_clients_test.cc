@@ -22,10 +22,12 @@ class RlClientsTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start());
   }
 
-  void RunScript(const std::vector<std::string>& interpreter, const std::string& script) {
+  void RunScript(const std::vector<std::string>& interpreter, const std::string& script,
+                 const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = interpreter;
     argv.push_back(std::string(RL_MODULE_CLIENTS_DIR) + "/" + script);
     argv.push_back(std::to_string(server_.port()));
+    argv.insert(argv.end(), extra.begin(), extra.end());
     rl_test::RunResult run = rl_test::Run(argv, std::chrono::seconds(60));
     ASSERT_TRUE(run.exit_status.has_value()) << script << " timed out:\n" << run.output;
     if (*run.exit_status == 77) GTEST_SKIP() << run.output;
@@ -37,7 +39,8 @@ class RlClientsTest : public ::testing::Test {
   RedisServer server_{RlOptions()};
 };
 
-TEST_F(RlClientsTest, RedisCli) { RunScript({"/bin/bash"}, "redis_cli.sh"); }
+// The cli of the server under test (valkey-cli against Valkey).
+TEST_F(RlClientsTest, RedisCli) { RunScript({"/bin/bash"}, "redis_cli.sh", {RedisCliPath()}); }
 
 TEST_F(RlClientsTest, RedisPy) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 missing";

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "redis_harness.h"
@@ -240,15 +242,18 @@ TEST_F(RlKeyTest, WatchSeesOnlyRealChanges) {
 TEST_F(RlKeyTest, AclKeyPatternsApply) {
   RespClient c(port());
   ASSERT_EQ(c.Call({"ACL", "SETUSER", "limiter", "on", ">pw", "~rl:*", "+rl.check", "+rl.peek",
-                    "+cl.throttle", "+rl.policy|get"})
+                    "+cl.throttle", "+rl.policy|get", "+exists"})
                 .str,
             "OK");
   RespClient u(port());
   ASSERT_EQ(u.Call({"AUTH", "limiter", "pw"}).str, "OK");
   EXPECT_EQ(u.Call({"RL.CHECK", "rl:user:1", "GCRA", "5", "1m"}).Ints()[0], 1);
   EXPECT_EQ(u.Call({"RL.PEEK", "rl:user:1", "GCRA", "5", "1m"}).Ints()[2], 3);
-  const std::string noperm =
-      "NOPERM this user has no permissions to access one of the keys used as arguments";
+  // The server's own refusal of a key outside the pattern, as a built-in command gets it (Redis
+  // 7.0: "NOPERM this user has no permissions to access one of the keys used as arguments";
+  // Valkey 8: "NOPERM No permissions to access a key").
+  const std::string noperm = u.Call({"EXISTS", "app:data"}).str;
+  ASSERT_EQ(noperm.rfind("NOPERM", 0), 0u) << noperm;
   EXPECT_EQ(u.Call({"RL.CHECK", "app:data", "GCRA", "5", "1m"}).str, noperm);
   EXPECT_EQ(u.Call({"CL.THROTTLE", "app:data", "1", "1", "1"}).str, noperm);
   EXPECT_EQ(u.Call({"RL.RESET", "rl:user:1", "GCRA", "5", "1m"}).str.rfind("NOPERM", 0), 0u);
@@ -308,6 +313,77 @@ TEST_F(RlKeyTest, MaxmemoryRefusesWrites) {
   EXPECT_TRUE(c.Call({"RL.POLICY", "GET", "p"}).is_null());
   ASSERT_EQ(c.Call({"CONFIG", "SET", "maxmemory", "0"}).str, "OK");
   EXPECT_EQ(c.Call({"RL.CHECK", "oom", "GCRA", "5", "1m"}).Ints()[2], 3);
+}
+
+// min-replicas-to-write: with fewer good replicas than it asks for (none here), Redis and Valkey
+// refuse every command flagged "write" with NOREPLICAS before it runs. So each writer, named here
+// and not taken from the module's own flags, must be refused and change nothing, while RL.PEEK
+// and the policy reads still answer; a writer that lost its flag would run and fail this.
+TEST_F(RlKeyTest, MinReplicasToWriteRefusesWriters) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "mr", "GCRA", "5", "1m"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.CHECK", "mr:k", "POLICY", "mr"}).Ints()[0], 1);
+  const Reply lease = c.Call({"RL.ACQUIRE", "mr:lease", "CONCURRENCY", "2", "LEASE", "1m"});
+  ASSERT_EQ(lease.elements.size(), 6u) << Show(lease);
+  const std::string lease_id = lease.elements[5].str;
+  const std::vector<std::vector<std::string>> writers = {
+      {"RL.CHECK", "mr:k", "POLICY", "mr"},
+      {"RL.CHECK", "mr:new", "GCRA", "5", "1m"},
+      {"RL.RESET", "mr:k", "POLICY", "mr"},
+      {"RL.REFUND", "mr:k", "POLICY", "mr", "COST", "1"},
+      {"RL.CHARGE", "mr:k", "POLICY", "mr", "COST", "1"},
+      {"RL.ACQUIRE", "mr:lease", "CONCURRENCY", "2", "LEASE", "1m"},
+      {"RL.RELEASE", "mr:lease", lease_id},
+      {"RL.POLICY", "SET", "mr2", "GCRA", "5", "1m"},
+      {"RL.POLICY", "DEL", "mr"},
+      {"CL.THROTTLE", "mr:cell", "1", "2", "3"},
+      {"RL.SETSTATE", "mr:k", "x"},
+      {"RL.APPLY", "mr:k", "x"}};
+  const std::set<std::string> readers = {"rl.peek", "rl.policy|get", "rl.policy|list",
+                                         "rl.policy|help"};
+  // Every command rl.so registers is one of the two lists: a new writer is tested here too.
+  auto lower = [](std::string text) {
+    for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return text;
+  };
+  std::set<std::string> named = readers;
+  for (const auto& w : writers) {
+    named.insert(lower(w[0]) + (w[0] == "RL.POLICY" ? "|" + lower(w[1]) : ""));
+  }
+  for (const Reply& info : c.Call({"COMMAND", "INFO", "rl.policy"}).elements) {
+    ASSERT_GT(info.elements.size(), 9u) << Show(info);
+    for (const Reply& sub : info.elements[9].elements) {
+      EXPECT_TRUE(named.count(sub.elements[0].str)) << sub.elements[0].str << " is not tested";
+    }
+  }
+  for (const Reply& name : c.Call({"COMMAND", "LIST", "FILTERBY", "MODULE", "rl"}).elements) {
+    EXPECT_TRUE(name.str == "rl.policy" || named.count(name.str)) << name.str << " is not tested";
+  }
+
+  auto remaining = [](const Reply& reply) {
+    const std::vector<int64_t> decision = DecisionOf(reply);
+    return decision.size() == 5 ? decision[2] : int64_t{-1};
+  };
+  auto changes = [&] { return server().InfoField("persistence", "rdb_changes_since_last_save"); };
+
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "min-replicas-to-write", "1"}).str, "OK");
+  const std::string changes_before = changes();
+  for (const auto& w : writers) {
+    EXPECT_EQ(c.Call(w).str, "NOREPLICAS Not enough good replicas to write.") << w[0];
+  }
+  EXPECT_EQ(changes(), changes_before) << "a refused writer changed something";
+  // (What a check would leave: 5 - 1 - 1, as before the refused writers.)
+  EXPECT_EQ(remaining(c.Call({"RL.PEEK", "mr:k", "POLICY", "mr"})), 3) << "reads still answer";
+  EXPECT_EQ(c.Call({"RL.POLICY", "GET", "mr"}).str, "GCRA 5 1m");
+  const Reply list = c.Call({"RL.POLICY", "LIST"});
+  EXPECT_TRUE(std::any_of(list.elements.begin(), list.elements.end(), [](const Reply& r) {
+    return r.str == "mr";
+  })) << Show(list);
+  EXPECT_EQ(c.Call({"EXISTS", "mr:new", "mr:cell"}).integer, 0);
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "min-replicas-to-write", "0"}).str, "OK");
+  EXPECT_EQ(remaining(c.Call({"RL.CHECK", "mr:k", "POLICY", "mr"})), 3) << "writes again";
+  EXPECT_EQ(c.Call({"RL.RELEASE", "mr:lease", lease_id}).integer, 1);
+  EXPECT_EQ(c.Call({"RL.POLICY", "DEL", "mr"}).integer, 1);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // writes but serves RL.PEEK, a call that changes nothing replicates nothing (master_repl_offset
 // unchanged), expiry reaches the replica, and a promoted replica continues the counts (a key at its
 // limit stays denied). A master with nothing downstream builds no effects (propagation.h), and a
-// replica that attaches later, or comes back through the backlog, still misses nothing.
+// replica that attaches later, or comes back through the backlog, still misses nothing. Under
+// min-replicas-to-write, writers are refused once the replica is gone.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -371,6 +372,42 @@ TEST(RlReplicationTest, QueuedChecksReplicateTheirCharge) {
   EXPECT_TRUE(SameDecision(master.Call(peek), replica.Call(peek)));
   EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", "q"}).elements.at(0).str,
             master.Call({"DEBUG", "DIGEST-VALUE", "q"}).elements.at(0).str);
+}
+
+// min-replicas-to-write 1 with a real replica: linked, the master takes RL.* writes and the
+// replica gets them; once it is gone (kill -9) the writers are refused (NOREPLICAS, nothing
+// counted) and RL.PEEK still answers. rl_key_test.cc walks every writer with no replica at all.
+TEST(RlReplicationTest, MinReplicasToWriteFollowsTheReplica) {
+  if (!RedisAvailable()) GTEST_SKIP() << ServerName() << " or its cli not installed";
+  RedisServer master(RlOptions().With("min-replicas-to-write 1").With("min-replicas-max-lag 10"));
+  RedisServer replica(RlOptions());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  const Cmd check = {"RL.CHECK", "mr", "FIXED_WINDOW", "5", "1h"};
+  const Cmd peek = {"RL.PEEK", "mr", "FIXED_WINDOW", "5", "1h"};
+  auto remaining = [](const Reply& reply) {
+    const std::vector<int64_t> decision = DecisionOf(reply);
+    return decision.size() == 5 ? decision[2] : int64_t{-1};
+  };
+  const std::string noreplicas = "NOREPLICAS Not enough good replicas to write.";
+  EXPECT_EQ(master.Call(check).str, noreplicas) << "no replica yet";
+
+  ASSERT_TRUE(StartReplication(master, replica));
+  // The master counts the replica once it is online: the first check that passes counts one.
+  ASSERT_TRUE(WaitUntil([&] { return !master.Call(check).is_error(); }, seconds(10)))
+      << master.Call(check).str;
+  EXPECT_EQ(remaining(master.Call(check)), 3);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_EQ(remaining(replica.Call(peek)), 2) << "the replica has both checks";
+
+  replica.Kill9();
+  ASSERT_TRUE(WaitUntil([&] { return master.InfoField("replication", "connected_slaves") == "0"; },
+                        seconds(10)));
+  EXPECT_EQ(master.Call(check).str, noreplicas);
+  EXPECT_EQ(master.Call({"CL.THROTTLE", "mr:cell", "1", "2", "3"}).str, noreplicas);
+  EXPECT_EQ(remaining(master.Call(peek)), 2)
+      << "RL.PEEK answers; the refused checks counted nothing";
+  EXPECT_EQ(master.Call({"EXISTS", "mr:cell"}).integer, 0);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ class RlServerTest : public ::testing::Test {
     server_ = nullptr;
   }
   void SetUp() override {
-    if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+    if (!RedisAvailable()) GTEST_SKIP() << ServerName() << " or its cli not installed";
     ASSERT_TRUE(started_) << server_->LogTail();
     ASSERT_EQ(server_->Call({"FLUSHALL"}).str, "OK");  // when the binary runs every test at once
   }

@@ -86,13 +86,31 @@ bool CurrentTestFailed() {
 }  // namespace
 
 const std::string& RedisServerPath() {
-  static const std::string path = RL_REDIS_SERVER_PATH;
+  static const std::string path = [] {
+    const char* chosen = std::getenv("RL_TEST_SERVER");
+    return chosen != nullptr && *chosen != '\0' ? std::string(chosen)
+                                                : std::string(RL_REDIS_SERVER_PATH);
+  }();
   return path;
 }
 
 const std::string& RedisCliPath() {
-  static const std::string path = RL_REDIS_CLI_PATH;
+  static const std::string path = [] {
+    const char* chosen = std::getenv("RL_TEST_CLI");
+    if (chosen != nullptr && *chosen != '\0') return std::string(chosen);
+    const char* server = std::getenv("RL_TEST_SERVER");
+    if (server == nullptr || *server == '\0') return std::string(RL_REDIS_CLI_PATH);
+    // The cli that ships with the chosen server, beside it: valkey-server -> valkey-cli.
+    std::string cli = server;
+    const size_t at = cli.rfind("-server");
+    return at == std::string::npos ? std::string() : cli.replace(at, 7, "-cli");
+  }();
   return path;
+}
+
+std::string ServerName() {
+  const std::string& path = RedisServerPath();
+  return path.substr(path.rfind('/') + 1);
 }
 
 bool RedisAvailable() { return Executable(RedisServerPath()) && Executable(RedisCliPath()); }
@@ -133,7 +151,10 @@ RedisServer::~RedisServer() {
 }
 
 ::testing::AssertionResult RedisServer::Start() {
-  if (!RedisAvailable()) return ::testing::AssertionFailure() << "redis-server not found";
+  if (!RedisAvailable()) {
+    return ::testing::AssertionFailure()
+           << "server or cli not found: " << RedisServerPath() << ", " << RedisCliPath();
+  }
   if (dir_.empty()) return ::testing::AssertionFailure() << "no temp dir";
   if (running()) return ::testing::AssertionFailure() << Describe() << " already running";
   // A port picked here was free a moment ago; a parallel test's connection or server can take it
@@ -247,7 +268,7 @@ std::string RedisServer::LogTail(size_t lines) const {
 }
 
 std::string RedisServer::Describe() const {
-  return "redis-server 127.0.0.1:" + std::to_string(port_) + " (" + dir_ + ")";
+  return ServerName() + " 127.0.0.1:" + std::to_string(port_) + " (" + dir_ + ")";
 }
 
 Reply RedisServer::Call(const std::vector<std::string>& args) {

@@ -25,9 +25,14 @@
 
 namespace rl::test {
 
-// Paths of redis-server and redis-cli found at configure time (empty when missing).
+// Paths of the server and its cli the tests run: redis-server and redis-cli found at configure
+// time (empty when missing), unless the environment names another server. RL_TEST_SERVER is its
+// path (ctest sets it to valkey-server for the module suite's second registration); RL_TEST_CLI
+// its cli, by default the file beside it with "-server" replaced by "-cli" (valkey-cli).
 const std::string& RedisServerPath();
 const std::string& RedisCliPath();
+// The server binary's file name, "redis-server" or "valkey-server", for messages.
+std::string ServerName();
 // True when both binaries exist; tests call GTEST_SKIP() otherwise.
 bool RedisAvailable();
 

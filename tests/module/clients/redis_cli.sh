@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# redis-cli against redis-server with rl.so (port in $1): RESP2, -3 (RESP3), piped inline
-# commands, the module's INFO section and key type, and the interactive start-up, whose hints
-# and `help` come from COMMAND DOCS (rl.so registers its docs from the shared rows).
+# redis-cli against redis-server with rl.so (port in $1; $2: the cli, valkey-cli against Valkey):
+# RESP2, -3 (RESP3), piped inline commands, the module's INFO section and key type, and the
+# interactive start-up, whose hints and `help` come from COMMAND DOCS (rl.so registers its docs
+# from the shared rows).
 set -euo pipefail
-command -v redis-cli >/dev/null || { echo "redis-cli not installed"; exit 77; }
 port=$1
-cli=(redis-cli -p "$port")
+redis_cli=${2:-redis-cli}
+command -v "$redis_cli" >/dev/null || { echo "$redis_cli not installed"; exit 77; }
+cli=("$redis_cli" -p "$port")
 fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$("${cli[@]}" PING)" = "PONG" ] || fail "PING"
@@ -43,7 +45,7 @@ printf 'RL.POLICY SET cli-policy GCRA 10 1s\nRL.POLICY GET cli-policy\n' | "${cl
 # scripted pseudo-terminal never answers).
 if command -v script >/dev/null; then
   out=$(printf 'RL.CHECK cli:tty GCRA 5 1s\nhelp RL.CHECK\nquit\n' \
-    | TERM=dumb timeout 10 script -qec "redis-cli -p $port" /dev/null 2>&1) \
+    | TERM=dumb timeout 10 script -qec "$redis_cli -p $port" /dev/null 2>&1) \
     || fail "interactive redis-cli: $out"
   echo "$out" | grep -q "(integer) 5" || fail "interactive output: $out"
   echo "$out" | grep -q "Checks and consumes" || fail "help RL.CHECK from COMMAND DOCS: $out"
