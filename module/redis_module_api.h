@@ -421,6 +421,8 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
   X(void, CloseKey, (RedisModuleKey * key))                                                       \
   X(int, KeyType, (RedisModuleKey * key))                                                         \
   X(int, DeleteKey, (RedisModuleKey * key))                                                       \
+  /* Key API for String type: a string key's bytes (an integer-encoded one decoded first). */     \
+  X(char*, StringDMA, (RedisModuleKey * key, size_t * len, int mode))                             \
   /* With REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED: WATCH/tracking see explicit calls. */   \
   X(int, SignalModifiedKey, (RedisModuleCtx * ctx, RedisModuleString * keyname))                  \
   X(long long, GetExpire, (RedisModuleKey * key)) /* remaining ms, or NO_EXPIRE */                \

@@ -4,10 +4,12 @@
 // (one key, one hash slot: its penalty blocks and leases too), carried by Redis replication,
 // persistence and Redis Cluster. This file holds the commands' handlers and the engine they run
 // on; registration.cc loads the module and registers them.
+#include <optional>
 #include <string>
 
 #include "admission.h"
 #include "apply.h"
+#include "cell_keys.h"
 #include "commands.h"
 #include "glue.h"
 #include "policies.h"
@@ -95,8 +97,12 @@ class KeyEngine {
     if (*held) ++g_counters.leases_released;
     return held;
   }
+  // A key still holding redis-cell's state (a plain string, cell_keys.h) is taken over first.
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
-    return Consume(command::kThrottleScope, absl::MakeConstSpan(&t.limit, 1), t.quantity, false);
+    const std::optional<int64_t> cell_tat_ns =
+        TakeCellState(ctx_, key_, Clock().NowMs(), MustPropagate(ctx_flags_));
+    return Consume(command::kThrottleScope, absl::MakeConstSpan(&t.limit, 1), t.quantity, false,
+                   nullptr, cell_tat_ns ? &*cell_tat_ns : nullptr);
   }
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
@@ -165,12 +171,17 @@ class KeyEngine {
     }
     return d;
   }
+  // `cell_tat_ns`: redis-cell's state just taken from the key (CL.THROTTLE), seeded first; the
+  // key then replicates whole (replicas saw the string deleted) and counts as no new key.
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
-                                   int64_t cost, bool shadow, const Policy* policy = nullptr) {
+                                   int64_t cost, bool shadow, const Policy* policy = nullptr,
+                                   const int64_t* cell_tat_ns = nullptr) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
-    const bool carried = Carry(key, policy, now);
+    const bool adopted =
+        cell_tat_ns != nullptr && SeedCellState(key.state(), scope, limits[0], *cell_tat_ns, now);
+    const bool carried = Carry(key, policy, now) || adopted;
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
     Effect effect;
@@ -178,7 +189,7 @@ class KeyEngine {
     effect.limits = limits;
     effect.cost = cost;
     effect.whole = carried;
-    const bool overflowed = Overflowed(key, changed);
+    const bool overflowed = !adopted && Overflowed(key, changed);
     if (!overflowed) Written(key, changed || carried, now, effect);
     if (!d.ok()) return d;
     // Fail-open: the answer a first call gets, not counted.
