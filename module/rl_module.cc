@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "glue.h"
 #include "policies.h"
+#include "policy_sync.h"
 #include "propagation.h"
 #include "redis_module_api.h"
 #include "rl/ascii.h"
@@ -274,43 +275,55 @@ int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                [](auto& e, auto& w, ArgViews a) { command::RunThrottle(e, w, a); });
 }
 
-// Policy definitions are deterministic, so they replicate (and reach the AOF) as sent. What a
-// primary sends or the AOF replays may come from an earlier version, where a window without a
-// unit meant milliseconds: it keeps that meaning. This version refuses such text from clients, so
-// whatever it replicates itself has units.
+// A client's change publishes the node's whole set as a new version (policy_sync.h): replicated
+// as RL.POLICYSET and sent to every node of a cluster. What an earlier version's primary streams
+// or its AOF replays is RL.POLICY SET/DEL as sent: applied as it was then, the version kept, and
+// a window without a unit keeps the meaning it had there (milliseconds). This version refuses
+// such text from clients.
+bool FromUpstream(int ctx_flags) {
+  return (ctx_flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0;
+}
+
 int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const int flags = RedisModule_GetContextFlags(ctx);
-  const BareDuration bare =
-      (flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0
-          ? BareDuration::kMilliseconds
-          : BareDuration::kRefused;
+  const bool upstream = FromUpstream(flags);
+  const BareDuration bare = upstream ? BareDuration::kMilliseconds : BareDuration::kRefused;
   ModuleSink w(ctx, flags);
   const ArgViews args = Views(argv, argc);
   bool ok = false;
   struct Registry {
+    bool upstream;
     bool* ok;
     absl::Status Set(Policy p) {
-      absl::Status s = Policies().Set(std::move(p));
+      absl::Status s = upstream ? Policies().SetUnversioned(std::move(p))
+                                : Policies().Set(std::move(p), MyNodeId());
       *ok = s.ok();
       return s;
     }
-  } registry{&ok};
+  } registry{upstream, &ok};
   command::RunPolicySet(registry, w, args, bare);
-  if (ok) RedisModule_ReplicateVerbatim(ctx);
+  if (ok && upstream) RedisModule_ReplicateVerbatim(ctx);
+  if (ok && !upstream) PublishedHere(ctx);
   return REDISMODULE_OK;
 }
 
 // Replicated only when a policy was deleted: a call that changes nothing replicates nothing.
 int PolicyDel(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  const bool upstream = FromUpstream(RedisModule_GetContextFlags(ctx));
   ModuleSink w(ctx);
   const ArgViews args = Views(argv, argc);
   bool deleted = false;
   struct Registry {
+    bool upstream;
     bool* deleted;
-    bool Delete(std::string_view name) { return *deleted = Policies().Delete(name); }
-  } registry{&deleted};
+    bool Delete(std::string_view name) {
+      return *deleted = upstream ? Policies().DeleteUnversioned(name)
+                                 : Policies().Delete(name, MyNodeId());
+    }
+  } registry{upstream, &deleted};
   command::RunPolicyDel(registry, w, args);
-  if (deleted) RedisModule_ReplicateVerbatim(ctx);
+  if (deleted && upstream) RedisModule_ReplicateVerbatim(ctx);
+  if (deleted && !upstream) PublishedHere(ctx);
   return REDISMODULE_OK;
 }
 
