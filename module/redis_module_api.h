@@ -491,8 +491,9 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
   /* Server hooks. */                                                                             \
   X(int, SubscribeToServerEvent,                                                                  \
     (RedisModuleCtx * ctx, RedisModuleEvent event, RedisModuleEventCallback callback))            \
-  /* Modules Cluster API: messages over the cluster bus reach connected nodes only; a null */     \
-  /* target broadcasts. The receiver does nothing outside cluster mode. */                        \
+  /* Modules Cluster API (proven by tests/module/rl_cluster_test.cc, not the probe): messages */  \
+  /* over the cluster bus reach connected nodes only; a null target broadcasts. The receiver */   \
+  /* does nothing outside cluster mode. */                                                        \
   X(void, RegisterClusterMessageReceiver,                                                         \
     (RedisModuleCtx * ctx, uint8_t type, RedisModuleClusterMessageReceiver callback))             \
   X(int, SendClusterMessage,                                                                      \
