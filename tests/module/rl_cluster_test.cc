@@ -3,10 +3,10 @@
 // masters; policies reach every master with `redis-cli --cluster call --cluster-only-masters`
 // (and their replicas by replication), and a change on one master reaches every node by itself
 // (the cluster bus: within a second, concurrent changes end in one agreed set, a node that was
-// down catches up); a replica serves RL.PEEK after READONLY; moving a slot that holds live state
-// keeps the counts; CLUSTER FAILOVER and kill -9 of a master: the promoted replica continues the
-// counts (what WAIT acknowledged is never lost; keys at their limit stay denied). One cluster
-// serves every test, in this order; the binary is one ctest test.
+// down catches up, and so does one that joins); a replica serves RL.PEEK after READONLY; moving a
+// slot that holds live state keeps the counts; CLUSTER FAILOVER and kill -9 of a master: the
+// promoted replica continues the counts (what WAIT acknowledged is never lost; keys at their limit
+// stay denied). One cluster serves every test, in this order; the binary is one ctest test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -275,6 +275,36 @@ TEST_F(RlClusterTest, ANodeThatWasDownConvergesWhenItReturns) {
   EXPECT_TRUE(AllNodes([](RedisServer& n) { return Get(n, "late") == "TOKEN_BUCKET 3 1m"; }));
   EXPECT_TRUE(AllNodes([](RedisServer& n) { return Field(n, "agreed") == "1"; }));
   EXPECT_EQ(replicas[0]->Call({"CONFIG", "SET", "cluster-replica-no-failover", "no"}).str, "OK");
+  EXPECT_TRUE(cluster_->WaitHealthy(/*with_replicas=*/true));
+}
+
+// A node that joins later (CLUSTER MEET, no data of its own) is sent the set without an operator
+// and then counts towards the agreement; it is forgotten again, so later tests see the six.
+TEST_F(RlClusterTest, ANodeThatJoinsConverges) {
+  const std::vector<int> ports = FreeClusterPorts(1);
+  ASSERT_EQ(ports.size(), 1u);
+  RedisServer joiner(RlOptions()
+                         .With("cluster-enabled yes")
+                         .With("cluster-config-file nodes.conf")
+                         .With("cluster-node-timeout 2000"),
+                     ports[0]);
+  ASSERT_TRUE(joiner.Start());
+  EXPECT_EQ(Field(joiner, "version"), "0");
+  RedisServer& m0 = *cluster_->Masters().at(0);
+  ASSERT_EQ(joiner.Call({"CLUSTER", "MEET", "127.0.0.1", std::to_string(m0.port())}).str, "OK");
+  const std::string version = Field(m0, "version");
+  EXPECT_TRUE(
+      WaitUntil([&] { return Field(joiner, "version") == version; }, std::chrono::seconds(10)))
+      << Field(joiner, "version") << " vs " << version;
+  EXPECT_EQ(Show(joiner.Call({"RL.POLICY", "LIST"})), Show(m0.Call({"RL.POLICY", "LIST"})));
+  EXPECT_TRUE(WaitUntil([&] { return Field(m0, "nodes") == "7" && Field(m0, "agreed") == "1"; },
+                        std::chrono::seconds(10)));
+  const std::string id = cluster_->NodeId(joiner);
+  ASSERT_TRUE(joiner.Stop());
+  for (size_t i = 0; i < cluster_->size(); ++i) cluster_->node(i).Call({"CLUSTER", "FORGET", id});
+  EXPECT_TRUE(AllNodes([&](RedisServer& n) {
+    return n.Call({"CLUSTER", "NODES"}).str.find(id) == std::string::npos;
+  }));
   EXPECT_TRUE(cluster_->WaitHealthy(/*with_replicas=*/true));
 }
 
