@@ -98,12 +98,16 @@ class KeyEngine {
     if (*held) ++g_counters.leases_released;
     return held;
   }
-  // A key still holding redis-cell's state (a plain string, cell_keys.h) is taken over first.
+  // A key of another type (WRONGTYPE, before anything changed) that holds redis-cell's state (a
+  // plain string, cell_keys.h) is taken over, and the call runs again on it.
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
+    const absl::Span<const Limit> limits = absl::MakeConstSpan(&t.limit, 1);
+    absl::StatusOr<Decision> d = Consume(command::kThrottleScope, limits, t.quantity, false);
+    if (d.ok() || !absl::IsFailedPrecondition(d.status())) return d;
     const std::optional<int64_t> cell_tat_ns =
         TakeCellState(ctx_, key_, Clock().NowMs(), MustPropagate(ctx_flags_));
-    return Consume(command::kThrottleScope, absl::MakeConstSpan(&t.limit, 1), t.quantity, false,
-                   nullptr, cell_tat_ns ? &*cell_tat_ns : nullptr);
+    if (!cell_tat_ns) return d;
+    return Consume(command::kThrottleScope, limits, t.quantity, false, nullptr, &*cell_tat_ns);
   }
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
