@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "probe_util.h"
 #include "redis_harness.h"
 #include "rl_util.h"
 
@@ -232,6 +233,26 @@ TEST_F(RlClusterTest, APolicyChangeReachesEveryNodeWithinASecond) {
   }));
   EXPECT_EQ(m0.InfoField("rl", "rl_policies_agreed"), "1");
   EXPECT_EQ(Cli({"RL.CHECK", "rl:user:3", "POLICY", "bus"}).at(2), "6");
+}
+
+// What a master receives over the bus reaches its AOF too (RL.POLICYSET, the whole set).
+TEST_F(RlClusterTest, WhatAMasterReceivesReachesItsAof) {
+  RedisServer& sender = *cluster_->Masters().at(0);
+  RedisServer& receiver = *cluster_->Masters().at(1);
+  ASSERT_EQ(receiver.Call({"CONFIG", "SET", "appendfsync", "always"}).str, "OK");
+  ASSERT_EQ(receiver.Call({"CONFIG", "SET", "appendonly", "yes"}).str, "OK");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return receiver.InfoField("persistence", "aof_enabled") == "1" &&
+               receiver.InfoField("persistence", "aof_rewrite_in_progress") == "0" &&
+               receiver.InfoField("persistence", "aof_rewrite_scheduled") == "0";
+      },
+      std::chrono::seconds(30)));
+  ASSERT_EQ(sender.Call({"RL.POLICY", "SET", "aof", "GCRA", "3", "1h"}).str, "OK");
+  EXPECT_TRUE(
+      WaitUntil([&] { return Get(receiver, "aof") == "GCRA 3 1h"; }, std::chrono::seconds(10)));
+  EXPECT_NE(ReadAofFiles(receiver.dir()).find("3:aof9:GCRA 3 1h"), std::string::npos);
+  EXPECT_EQ(receiver.Call({"CONFIG", "SET", "appendonly", "no"}).str, "OK");
 }
 
 // SET on two masters at once: one agreed set everywhere, the one of the higher version.
