@@ -353,8 +353,21 @@ inline constexpr uint64_t REDISMODULE_SUBEVENT_FORK_CHILD_BORN = 0;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_FORK_CHILD_DIED = 1;
 
 // ---------------------------------------------------------------------------------------------
+// Modules Cluster API and Timers API. [ref] "Modules Cluster API": node ids are exactly this many
+// bytes, without a terminating zero (GetMyClusterID, GetClusterNodesList, a receiver's
+// sender_id); SendClusterMessage's target_id is read as a C string.
+inline constexpr size_t REDISMODULE_NODE_ID_LEN = 40;
+using RedisModuleTimerID = uint64_t;
+
+// ---------------------------------------------------------------------------------------------
 // Callback types taken by API functions.
 using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+// [ref] RedisModule_RegisterClusterMessageReceiver; runs on the main thread.
+using RedisModuleClusterMessageReceiver = void (*)(RedisModuleCtx* ctx, const char* sender_id,
+                                                   uint8_t type, const unsigned char* payload,
+                                                   uint32_t len);
+// [ref] RedisModule_CreateTimer: called once, on the main thread, `period` ms after creation.
+using RedisModuleTimerProc = void (*)(RedisModuleCtx* ctx, void* data);
 using RedisModuleInfoFunc = void (*)(RedisModuleInfoCtx* ctx, int for_crash_report);
 using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent eid,
                                           uint64_t subevent, void* data);
@@ -421,6 +434,8 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
   X(void, CloseKey, (RedisModuleKey * key))                                                       \
   X(int, KeyType, (RedisModuleKey * key))                                                         \
   X(int, DeleteKey, (RedisModuleKey * key))                                                       \
+  /* Key API for String type: a string key's bytes (an integer-encoded one decoded first). */     \
+  X(char*, StringDMA, (RedisModuleKey * key, size_t * len, int mode))                             \
   /* With REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED: WATCH/tracking see explicit calls. */   \
   X(int, SignalModifiedKey, (RedisModuleCtx * ctx, RedisModuleString * keyname))                  \
   X(long long, GetExpire, (RedisModuleKey * key)) /* remaining ms, or NO_EXPIRE */                \
@@ -475,7 +490,20 @@ using RedisModuleEventCallback = void (*)(RedisModuleCtx* ctx, RedisModuleEvent 
     (RedisModuleServerInfoData * data, const char* field, int* out_err))                          \
   /* Server hooks. */                                                                             \
   X(int, SubscribeToServerEvent,                                                                  \
-    (RedisModuleCtx * ctx, RedisModuleEvent event, RedisModuleEventCallback callback))
+    (RedisModuleCtx * ctx, RedisModuleEvent event, RedisModuleEventCallback callback))            \
+  /* Modules Cluster API (proven by tests/module/rl_cluster_test.cc, not the probe): messages */  \
+  /* over the cluster bus reach connected nodes only; a null target broadcasts. The receiver */   \
+  /* does nothing outside cluster mode. */                                                        \
+  X(void, RegisterClusterMessageReceiver,                                                         \
+    (RedisModuleCtx * ctx, uint8_t type, RedisModuleClusterMessageReceiver callback))             \
+  X(int, SendClusterMessage,                                                                      \
+    (RedisModuleCtx * ctx, const char* target_id, uint8_t type, const char* msg, uint32_t len))   \
+  X(const char*, GetMyClusterID, ()) /* null outside cluster mode */                              \
+  X(char**, GetClusterNodesList, (RedisModuleCtx * ctx, size_t * numnodes))                       \
+  X(void, FreeClusterNodesList, (char** ids))                                                     \
+  /* Modules Timers API. */                                                                       \
+  X(RedisModuleTimerID, CreateTimer,                                                              \
+    (RedisModuleCtx * ctx, long long period, RedisModuleTimerProc callback, void* data))
 
 // The function pointers, named as in the reference (RedisModule_<name>), null until Init.
 #define RL_REDISMODULE_DECLARE_POINTER(ret, name, params) \

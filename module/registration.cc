@@ -13,6 +13,7 @@
 #include "glue.h"
 #include "permissions.h"
 #include "policies.h"
+#include "policy_sync.h"
 #include "propagation.h"
 #include "redis_module_api.h"
 #include "rl/ascii.h"
@@ -94,6 +95,8 @@ void Info(RedisModuleInfoCtx* ctx, int) {
                                    static_cast<long long>(ModuleCounters().leases_released));
   RedisModule_InfoAddFieldLongLong(ctx, "policies",
                                    static_cast<long long>(Policies().List().size()));
+  // The policy set's version and how many of the cluster's nodes hold it (policy_sync.h).
+  AddPolicySyncInfo(ctx);
   RedisModule_InfoAddFieldLongLong(ctx, "rejected_loads", static_cast<long long>(RejectedLoads()));
   // New keys refused past the bound (admission.h), decided by the overflow mode.
   RedisModule_InfoAddFieldLongLong(ctx, "overflows",
@@ -154,7 +157,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   // invalidates), even when a denied check changed nothing; StateKey signals real changes only.
   RedisModule_SetModuleOptions(
       ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS | REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
-  if (!RegisterStateType(ctx) || !RegisterCommands(ctx) || !WatchDownstream(ctx)) {
+  if (!RegisterStateType(ctx) || !RegisterCommands(ctx) || !RegisterPolicySync(ctx) ||
+      !WatchDownstream(ctx)) {
     RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "rl: cannot register type or commands");
     return REDISMODULE_ERR;
   }

@@ -4,13 +4,16 @@
 // (one key, one hash slot: its penalty blocks and leases too), carried by Redis replication,
 // persistence and Redis Cluster. This file holds the commands' handlers and the engine they run
 // on; registration.cc loads the module and registers them.
+#include <optional>
 #include <string>
 
 #include "admission.h"
 #include "apply.h"
+#include "cell_keys.h"
 #include "commands.h"
 #include "glue.h"
 #include "policies.h"
+#include "policy_sync.h"
 #include "propagation.h"
 #include "redis_module_api.h"
 #include "rl/ascii.h"
@@ -95,8 +98,16 @@ class KeyEngine {
     if (*held) ++g_counters.leases_released;
     return held;
   }
+  // A key of another type (WRONGTYPE, before anything changed) that holds redis-cell's state (a
+  // plain string, cell_keys.h) is taken over, and the call runs again on it.
   absl::StatusOr<Decision> Throttle(const ThrottleRequest& t) {
-    return Consume(command::kThrottleScope, absl::MakeConstSpan(&t.limit, 1), t.quantity, false);
+    const absl::Span<const Limit> limits = absl::MakeConstSpan(&t.limit, 1);
+    absl::StatusOr<Decision> d = Consume(command::kThrottleScope, limits, t.quantity, false);
+    if (d.ok() || !absl::IsFailedPrecondition(d.status())) return d;
+    const std::optional<int64_t> cell_tat_ns =
+        TakeCellState(ctx_, key_, Clock().NowMs(), MustPropagate(ctx_flags_));
+    if (!cell_tat_ns) return d;
+    return Consume(command::kThrottleScope, limits, t.quantity, false, nullptr, &*cell_tat_ns);
   }
   int64_t WallNowMs() { return RedisModule_Milliseconds(); }
 
@@ -165,12 +176,17 @@ class KeyEngine {
     }
     return d;
   }
+  // `cell_tat_ns`: redis-cell's state just taken from the key (CL.THROTTLE), seeded first; the
+  // key then replicates whole (replicas saw the string deleted) and counts as no new key.
   absl::StatusOr<Decision> Consume(std::string_view scope, absl::Span<const Limit> limits,
-                                   int64_t cost, bool shadow, const Policy* policy = nullptr) {
+                                   int64_t cost, bool shadow, const Policy* policy = nullptr,
+                                   const int64_t* cell_tat_ns = nullptr) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
     const int64_t now = Clock().NowMs();
-    const bool carried = Carry(key, policy, now);
+    const bool adopted =
+        cell_tat_ns != nullptr && SeedCellState(key.state(), scope, limits[0], *cell_tat_ns, now);
+    const bool carried = Carry(key, policy, now) || adopted;
     bool changed = false;
     absl::StatusOr<Decision> d = key.state().Check(scope, limits, cost, now, &changed);
     Effect effect;
@@ -178,7 +194,7 @@ class KeyEngine {
     effect.limits = limits;
     effect.cost = cost;
     effect.whole = carried;
-    const bool overflowed = Overflowed(key, changed);
+    const bool overflowed = !adopted && Overflowed(key, changed);
     if (!overflowed) Written(key, changed || carried, now, effect);
     if (!d.ok()) return d;
     // Fail-open: the answer a first call gets, not counted.
@@ -263,43 +279,55 @@ int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                [](auto& e, auto& w, ArgViews a) { command::RunThrottle(e, w, a); });
 }
 
-// Policy definitions are deterministic, so they replicate (and reach the AOF) as sent. What a
-// primary sends or the AOF replays may come from an earlier version, where a window without a
-// unit meant milliseconds: it keeps that meaning. This version refuses such text from clients, so
-// whatever it replicates itself has units.
+// A client's change publishes the node's whole set as a new version (policy_sync.h): replicated
+// as RL.POLICYSET and sent to every node of a cluster. What an earlier version's primary streams
+// or its AOF replays is RL.POLICY SET/DEL as sent: applied as it was then, the version kept, and
+// a window without a unit keeps the meaning it had there (milliseconds). This version refuses
+// such text from clients.
+bool FromUpstream(int ctx_flags) {
+  return (ctx_flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0;
+}
+
 int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const int flags = RedisModule_GetContextFlags(ctx);
-  const BareDuration bare =
-      (flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0
-          ? BareDuration::kMilliseconds
-          : BareDuration::kRefused;
+  const bool upstream = FromUpstream(flags);
+  const BareDuration bare = upstream ? BareDuration::kMilliseconds : BareDuration::kRefused;
   ModuleSink w(ctx, flags);
   const ArgViews args = Views(argv, argc);
   bool ok = false;
   struct Registry {
+    bool upstream;
     bool* ok;
     absl::Status Set(Policy p) {
-      absl::Status s = Policies().Set(std::move(p));
+      absl::Status s = upstream ? Policies().SetUnversioned(std::move(p))
+                                : Policies().Set(std::move(p), MyNodeId());
       *ok = s.ok();
       return s;
     }
-  } registry{&ok};
+  } registry{upstream, &ok};
   command::RunPolicySet(registry, w, args, bare);
-  if (ok) RedisModule_ReplicateVerbatim(ctx);
+  if (ok && upstream) RedisModule_ReplicateVerbatim(ctx);
+  if (ok && !upstream) PublishedHere(ctx);
   return REDISMODULE_OK;
 }
 
 // Replicated only when a policy was deleted: a call that changes nothing replicates nothing.
 int PolicyDel(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  const bool upstream = FromUpstream(RedisModule_GetContextFlags(ctx));
   ModuleSink w(ctx);
   const ArgViews args = Views(argv, argc);
   bool deleted = false;
   struct Registry {
+    bool upstream;
     bool* deleted;
-    bool Delete(std::string_view name) { return *deleted = Policies().Delete(name); }
-  } registry{&deleted};
+    bool Delete(std::string_view name) {
+      return *deleted = upstream ? Policies().DeleteUnversioned(name)
+                                 : Policies().Delete(name, MyNodeId());
+    }
+  } registry{upstream, &deleted};
   command::RunPolicyDel(registry, w, args);
-  if (deleted) RedisModule_ReplicateVerbatim(ctx);
+  if (deleted && upstream) RedisModule_ReplicateVerbatim(ctx);
+  if (deleted && !upstream) PublishedHere(ctx);
   return REDISMODULE_OK;
 }
 

@@ -1,19 +1,24 @@
 // rl.so in a real Redis Cluster of 3 masters + 3 replicas (redis-cli --cluster create): redis-cli
 // -c and redis-py's RedisCluster route every RL.* command by its key and keys spread over the
 // masters; policies reach every master with `redis-cli --cluster call --cluster-only-masters`
-// (and their replicas by replication); a replica serves RL.PEEK after READONLY; moving a slot that
-// holds live state keeps the counts; CLUSTER FAILOVER and kill -9 of a master: the promoted
-// replica continues the counts (what WAIT acknowledged is never lost; keys at their limit stay
-// denied). One cluster serves every test, in this order; the binary is one ctest test.
+// (and their replicas by replication), and a change on one master reaches every node by itself
+// (the cluster bus: within a second, concurrent changes end in one agreed set, a node that was
+// down catches up, and so does one that joins); a replica serves RL.PEEK after READONLY; moving a
+// slot that holds live state keeps the counts; CLUSTER FAILOVER and kill -9 of a master: the
+// promoted replica continues the counts (what WAIT acknowledged is never lost; keys at their limit
+// stay denied). One cluster serves every test, in this order; the binary is one ctest test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "probe_util.h"
 #include "redis_harness.h"
 #include "rl_util.h"
 
@@ -121,6 +126,28 @@ class RlClusterTest : public ::testing::Test {
     EXPECT_EQ(Cli({"RL.CHECK", key, "SLIDING_LOG", "5", "1h"}).at(2), "2");
   }
 
+  // Every node (masters and replicas) satisfies `ok` within 10 s.
+  static bool AllNodes(const std::function<bool(RedisServer&)>& ok) {
+    return WaitUntil(
+        [&] {
+          for (size_t i = 0; i < cluster_->size(); ++i) {
+            if (!ok(cluster_->node(i))) return false;
+          }
+          return true;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(5));
+  }
+  static std::string Get(RedisServer& node, const std::string& policy) {
+    return node.Call({"RL.POLICY", "GET", policy}).str;
+  }
+  // One field of RL.POLICY VERSION on `node`.
+  static std::string Field(RedisServer& node, const char* name) {
+    const Reply version = node.Call({"RL.POLICY", "VERSION"});
+    const Reply* r = version.Get(name);
+    if (r == nullptr) return "";
+    return r->type == ':' ? std::to_string(r->integer) : r->str;
+  }
+
   static inline RedisCluster* cluster_ = nullptr;
   static inline bool started_ = false;
   static inline std::string start_error_;
@@ -180,13 +207,146 @@ TEST_F(RlClusterTest, PoliciesReachEveryMasterWithClusterCall) {
     EXPECT_EQ(Cli({"RL.CHECK", key, "POLICY", "api"}).at(2), "99") << key;
   }
   // Without --cluster-only-masters the replicas answer READONLY (the masters replicate it
-  // to them anyway): harmless, but noisy.
+  // to them anyway): harmless, but noisy. (Needless too: a change reaches every node, below.)
   run = rl_test::Run(
       {RedisCliPath(), "--cluster", "call", entry, "RL.POLICY", "SET", "api2", "GCRA", "1", "1s"},
       std::chrono::seconds(30));
   EXPECT_NE(run.output.find("READONLY"), std::string::npos) << run.output;
-  for (RedisServer* master : cluster_->Masters()) {
-    EXPECT_EQ(master->Call({"RL.POLICY", "DEL", "api2"}).integer, 1);
+  EXPECT_EQ(cluster_->Masters().at(0)->Call({"RL.POLICY", "DEL", "api2"}).integer, 1);
+  EXPECT_TRUE(AllNodes([](RedisServer& n) { return Get(n, "api2").empty(); }));
+}
+
+// A change on one master reaches every node, masters and replicas, within a second (the master
+// sends it over the cluster bus at once; the other masters replicate it), and then every node
+// reports the same version, held by all six.
+TEST_F(RlClusterTest, APolicyChangeReachesEveryNodeWithinASecond) {
+  RedisServer& m0 = *cluster_->Masters().at(0);
+  const int64_t start = NowMs();
+  ASSERT_EQ(m0.Call({"RL.POLICY", "SET", "bus", "GCRA", "7", "1m"}).str, "OK");
+  ASSERT_TRUE(AllNodes([](RedisServer& n) { return Get(n, "bus") == "GCRA 7 1m"; }));
+  const int64_t elapsed = NowMs() - start;
+  EXPECT_LT(elapsed, 1000);
+  std::printf("policy change on every node of 6 after %lld ms\n", static_cast<long long>(elapsed));
+  const std::string version = Field(m0, "version");
+  EXPECT_TRUE(AllNodes([&](RedisServer& n) {
+    return Field(n, "version") == version && Field(n, "agreed") == "1" && Field(n, "nodes") == "6";
+  }));
+  EXPECT_EQ(m0.InfoField("rl", "rl_policies_agreed"), "1");
+  EXPECT_EQ(Cli({"RL.CHECK", "rl:user:3", "POLICY", "bus"}).at(2), "6");
+}
+
+// What a master receives over the bus reaches its AOF too (RL.POLICYSET, the whole set).
+TEST_F(RlClusterTest, WhatAMasterReceivesReachesItsAof) {
+  RedisServer& sender = *cluster_->Masters().at(0);
+  RedisServer& receiver = *cluster_->Masters().at(1);
+  ASSERT_EQ(receiver.Call({"CONFIG", "SET", "appendfsync", "always"}).str, "OK");
+  ASSERT_EQ(receiver.Call({"CONFIG", "SET", "appendonly", "yes"}).str, "OK");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return receiver.InfoField("persistence", "aof_enabled") == "1" &&
+               receiver.InfoField("persistence", "aof_rewrite_in_progress") == "0" &&
+               receiver.InfoField("persistence", "aof_rewrite_scheduled") == "0";
+      },
+      std::chrono::seconds(30)));
+  ASSERT_EQ(sender.Call({"RL.POLICY", "SET", "aof", "GCRA", "3", "1h"}).str, "OK");
+  EXPECT_TRUE(
+      WaitUntil([&] { return Get(receiver, "aof") == "GCRA 3 1h"; }, std::chrono::seconds(10)));
+  EXPECT_NE(ReadAofFiles(receiver.dir()).find("3:aof9:GCRA 3 1h"), std::string::npos);
+  EXPECT_EQ(receiver.Call({"CONFIG", "SET", "appendonly", "no"}).str, "OK");
+}
+
+// SET on two masters at once: one agreed set everywhere, the one of the higher version.
+TEST_F(RlClusterTest, ConflictingChangesEndInOneAgreedSet) {
+  RedisServer& a = *cluster_->Masters().at(0);
+  RedisServer& b = *cluster_->Masters().at(1);
+  auto ca = a.Connect(), cb = b.Connect();
+  std::thread ta([&] { ca->Call({"RL.POLICY", "SET", "race", "GCRA", "1", "1m"}); });
+  std::thread tb([&] { cb->Call({"RL.POLICY", "SET", "race", "GCRA", "2", "1m"}); });
+  ta.join();
+  tb.join();
+  std::string version, spec;
+  EXPECT_TRUE(AllNodes([&](RedisServer& n) {
+    if (&n == &cluster_->node(0)) {
+      version = Field(n, "version");
+      spec = Get(n, "race");
+    }
+    return Field(n, "agreed") == "1" && Field(n, "version") == version && Get(n, "race") == spec;
+  })) << version
+      << " " << spec;
+  EXPECT_TRUE(spec == "GCRA 1 1m" || spec == "GCRA 2 1m") << spec;
+  // The winner's id ends its version.
+  const std::string winner = cluster_->NodeId(spec == "GCRA 1 1m" ? a : b);
+  EXPECT_EQ(version.substr(version.size() - winner.size()), winner) << version;
+}
+
+// A master that was down during a change (its replica kept from failing over) returns with its
+// older stored set and is sent the newer one (the periodic announces), and so is its replica.
+TEST_F(RlClusterTest, ANodeThatWasDownConvergesWhenItReturns) {
+  RedisServer& down = *cluster_->Masters().at(2);
+  RedisServer& m0 = *cluster_->Masters().at(0);
+  const std::vector<RedisServer*> replicas = cluster_->ReplicasOf(down);
+  ASSERT_EQ(replicas.size(), 1u);
+  ASSERT_EQ(replicas[0]->Call({"CONFIG", "SET", "cluster-replica-no-failover", "yes"}).str, "OK");
+  ASSERT_TRUE(down.Stop(RedisServer::Shutdown::kSave));
+  ASSERT_EQ(m0.Call({"RL.POLICY", "SET", "late", "TOKEN_BUCKET", "3", "1m"}).str, "OK");
+  EXPECT_TRUE(WaitUntil([&] { return Field(m0, "agreeing") == "4"; }, std::chrono::seconds(10)));
+  EXPECT_EQ(Field(m0, "agreed"), "0") << "one master down, its replica behind";
+  EXPECT_EQ(Get(*replicas[0], "late"), "") << "a replica takes sets from its master only";
+  ASSERT_TRUE(down.Start());
+  EXPECT_TRUE(AllNodes([](RedisServer& n) { return Get(n, "late") == "TOKEN_BUCKET 3 1m"; }));
+  EXPECT_TRUE(AllNodes([](RedisServer& n) { return Field(n, "agreed") == "1"; }));
+  EXPECT_EQ(replicas[0]->Call({"CONFIG", "SET", "cluster-replica-no-failover", "no"}).str, "OK");
+  EXPECT_TRUE(cluster_->WaitHealthy(/*with_replicas=*/true));
+}
+
+// A node that joins later (CLUSTER MEET, no data of its own) is sent the set without an operator
+// and then counts towards the agreement; it is forgotten again, so later tests see the six.
+TEST_F(RlClusterTest, ANodeThatJoinsConverges) {
+  const std::vector<int> ports = FreeClusterPorts(1);
+  ASSERT_EQ(ports.size(), 1u);
+  RedisServer joiner(RlOptions()
+                         .With("cluster-enabled yes")
+                         .With("cluster-config-file nodes.conf")
+                         .With("cluster-node-timeout 2000"),
+                     ports[0]);
+  ASSERT_TRUE(joiner.Start());
+  EXPECT_EQ(Field(joiner, "version"), "0");
+  RedisServer& m0 = *cluster_->Masters().at(0);
+  ASSERT_EQ(joiner.Call({"CLUSTER", "MEET", "127.0.0.1", std::to_string(m0.port())}).str, "OK");
+  const std::string version = Field(m0, "version");
+  EXPECT_TRUE(
+      WaitUntil([&] { return Field(joiner, "version") == version; }, std::chrono::seconds(10)))
+      << Field(joiner, "version") << " vs " << version;
+  EXPECT_EQ(Show(joiner.Call({"RL.POLICY", "LIST"})), Show(m0.Call({"RL.POLICY", "LIST"})));
+  EXPECT_TRUE(WaitUntil([&] { return Field(m0, "nodes") == "7" && Field(m0, "agreed") == "1"; },
+                        std::chrono::seconds(10)));
+  const std::string id = cluster_->NodeId(joiner);
+  ASSERT_TRUE(joiner.Stop());
+  for (size_t i = 0; i < cluster_->size(); ++i) cluster_->node(i).Call({"CLUSTER", "FORGET", id});
+  EXPECT_TRUE(AllNodes([&](RedisServer& n) {
+    return n.Call({"CLUSTER", "NODES"}).str.find(id) == std::string::npos;
+  }));
+  EXPECT_TRUE(cluster_->WaitHealthy(/*with_replicas=*/true));
+}
+
+// redis-cell's string state adopted by CL.THROTTLE on a master reaches its replica as rl's type.
+TEST_F(RlClusterTest, AdoptedRedisCellKeyReachesTheReplica) {
+  const std::string key = "cell:user:7";
+  RedisServer& owner = Owner(key);
+  const int64_t now = TimeMs(owner.Call({"TIME"}));
+  ASSERT_EQ(owner.Call({"SET", key, std::to_string((now + 17500) * 1000000), "PX", "17500"}).str,
+            "OK");
+  EXPECT_EQ(owner.Call({"CL.THROTTLE", key, "9", "10", "60"}).Ints(),
+            (std::vector<int64_t>{0, 10, 6, -1, 24}));
+  ASSERT_TRUE(WaitForReplicas(owner, 1));
+  for (RedisServer* replica : cluster_->ReplicasOf(owner)) {
+    auto connection = replica->Connect();
+    ASSERT_EQ(connection->Call({"READONLY"}).str, "OK");
+    EXPECT_EQ(connection->Call({"TYPE", key}).str, "ratelimit");
+    const Reply digest = connection->Call({"DEBUG", "DIGEST-VALUE", key});
+    ASSERT_EQ(digest.elements.size(), 1u) << Show(digest);
+    EXPECT_EQ(digest.elements[0].str,
+              owner.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str);
   }
 }
 

@@ -1,6 +1,7 @@
 // What only rl.so has: the user's key as a Redis key of type "ratelimit" (TYPE, WRONGTYPE, PTTL
-// = time until fresh, MEMORY USAGE, at most 1024 states), command metadata (key specs, flags,
-// docs, ACL key patterns), and what counts as a write (dirty counter, WATCH, maxmemory).
+// = time until fresh, MEMORY USAGE, at most 1024 states, redis-cell's keys adopted), command
+// metadata (key specs, flags, docs, ACL key patterns), and what counts as a write (dirty counter,
+// WATCH, maxmemory).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +25,61 @@ class RlKeyTest : public RlServerTest {};
 constexpr const char* kWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 
+// redis-cell's state is a plain string: its GCRA's theoretical arrival time (TAT) in Unix
+// nanoseconds, the key expiring at the TAT (it writes the value, then sets the expiry in ms; old
+// versions used SETEX in seconds). CL.THROTTLE alone takes such a key over and answers as
+// redis-cell would next: no WRONGTYPE, no fresh burst. Here 10 per 60 s with max_burst 9: one
+// token per 6 s, 10 at most.
+TEST_F(RlKeyTest, ClThrottleAdoptsRedisCellKeys) {
+  RespClient c(port());
+  const int64_t now = TimeMs(c.Call({"TIME"}));
+  // `unit`: PX as redis-cell writes it, EX as old versions did, "" for none (old versions set
+  // none when under 2 s were left).
+  auto cell = [&](const std::string& key, int64_t tat_ms, const std::string& unit = "PX") {
+    std::vector<std::string> set = {"SET", key, std::to_string(tat_ms * 1000000 + 123456)};
+    if (!unit.empty()) {
+      set.push_back(unit);
+      set.push_back(std::to_string(unit == "PX" ? tat_ms - now : (tat_ms - now) / 1000));
+    }
+    ASSERT_EQ(c.Call(set).str, "OK");
+  };
+  const std::vector<std::string> throttle = {"CL.THROTTLE", "", "9", "10", "60"};
+  auto call = [&](const std::string& key) {
+    std::vector<std::string> cmd = throttle;
+    cmd[1] = key;
+    return c.Call(cmd);
+  };
+  // 2.9 tokens used: allowed, 6 left, full again in 23.5 s; then exactly 6 more pass.
+  cell("cell:a", now + 17500);
+  EXPECT_EQ(call("cell:a").Ints(), (std::vector<int64_t>{0, 10, 6, -1, 24}));
+  EXPECT_EQ(c.Call({"TYPE", "cell:a"}).str, "ratelimit");
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(call("cell:a").Ints()[0], 0) << i;
+  EXPECT_EQ(call("cell:a").Ints()[0], 1) << "no fresh burst";
+  // 9.9 tokens used, written by an old redis-cell (SETEX): denied, retry in 5.5 s.
+  cell("cell:b", now + 59500, "EX");
+  EXPECT_EQ(call("cell:b").Ints(), (std::vector<int64_t>{1, 10, 0, 6, 60}));
+  const long long pttl = c.Call({"PTTL", "cell:b"}).integer;
+  EXPECT_GT(pttl, 50000);
+  EXPECT_LE(pttl, 59501);
+  // A TAT in the past is a full allowance (redis-cell's too), as is an application's integer
+  // counter under the name (docs/features.md: RL keys want a prefix of their own).
+  cell("cell:c", now - 1000, "");
+  ASSERT_EQ(c.Call({"SET", "cell:d", "42"}).str, "OK");
+  for (const char* key : {"cell:c", "cell:d"}) {
+    EXPECT_EQ(call(key).Ints(), (std::vector<int64_t>{0, 10, 9, -1, 6})) << key;
+  }
+  // Only CL.THROTTLE adopts, and only decimal 64-bit integers.
+  cell("cell:e", now + 17500);
+  EXPECT_EQ(c.Call({"RL.CHECK", "cell:e", "GCRA", "10", "60s"}).str, kWrongType);
+  EXPECT_EQ(c.Call({"RL.PEEK", "cell:e", "GCRA", "10", "60s"}).str, kWrongType);
+  EXPECT_EQ(c.Call({"TYPE", "cell:e"}).str, "string");
+  for (const char* value : {"12x", "", "99999999999999999999", "1.5"}) {
+    ASSERT_EQ(c.Call({"SET", "cell:f", value}).str, "OK");
+    EXPECT_EQ(call("cell:f").str, kWrongType) << value;
+    EXPECT_EQ(c.Call({"GET", "cell:f"}).str, value);
+  }
+}
+
 TEST_F(RlKeyTest, OneKeyOfTypeRatelimitAndWrongtype) {
   RespClient c(port());
   // Every state of one user key (inline limits, two policies, CL.THROTTLE) is one Redis key.
@@ -46,7 +102,7 @@ TEST_F(RlKeyTest, OneKeyOfTypeRatelimitAndWrongtype) {
     EXPECT_EQ(c.Call({"RL.CHECK", key, "GCRA", "5", "1m"}).str, kWrongType);
     EXPECT_EQ(c.Call({"RL.PEEK", key, "GCRA", "5", "1m"}).str, kWrongType);
     EXPECT_EQ(c.Call({"RL.RESET", key, "GCRA", "5", "1m"}).str, kWrongType);
-    EXPECT_EQ(c.Call({"CL.THROTTLE", key, "1", "1", "1"}).str, kWrongType);
+    EXPECT_EQ(c.Call({"CL.THROTTLE", key, "1", "1", "1"}).str, kWrongType);  // not a number
     EXPECT_EQ(c.Call({"RL.CHECK", key, "POLICY", "a", "COST", "0"}).str, kWrongType);
   }
   EXPECT_EQ(c.Call({"GET", "user:42"}).str, "app data") << "left untouched";

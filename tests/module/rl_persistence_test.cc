@@ -135,12 +135,13 @@ TEST_F(RlPersistenceTest, AofAlwaysKeepsCountsAcrossKillNineAndRewrite) {
   const Snapshot before = Take(server);
 
   // The AOF holds the calls with the node's time (RL.APPLY), never a check as sent (replayed
-  // later it would decide on another clock), and the runtime policy as sent.
+  // later it would decide on another clock), and the policy set as published (RL.POLICYSET).
   const std::string aof = ReadAofFiles(server.dir());
   EXPECT_NE(aof.find("RL.APPLY"), std::string::npos);
   EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
   EXPECT_EQ(aof.find("CL.THROTTLE"), std::string::npos);
-  EXPECT_NE(aof.find("rt\r\n$11\r\nSLIDING_LOG"), std::string::npos);
+  EXPECT_NE(aof.find("rl.policyset"), std::string::npos);
+  EXPECT_NE(aof.find("2:rt35:SLIDING_LOG 2 1h FIXED_WINDOW 10 1d"), std::string::npos);
 
   server.Kill9();
   ASSERT_TRUE(server.Start());
