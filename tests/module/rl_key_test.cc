@@ -392,11 +392,13 @@ TEST_F(RlKeyTest, MinReplicasToWriteRefusesWriters) {
       {"RL.RELEASE", "mr:lease", lease_id},
       {"RL.POLICY", "SET", "mr2", "GCRA", "5", "1m"},
       {"RL.POLICY", "DEL", "mr"},
+      {"RL.POLICY", "RELOAD"},
+      {"RL.POLICYSET", "x"},
       {"CL.THROTTLE", "mr:cell", "1", "2", "3"},
       {"RL.SETSTATE", "mr:k", "x"},
       {"RL.APPLY", "mr:k", "x"}};
   const std::set<std::string> readers = {"rl.peek", "rl.policy|get", "rl.policy|list",
-                                         "rl.policy|help"};
+                                         "rl.policy|help", "rl.policy|version"};
   // Every command rl.so registers is one of the two lists: a new writer is tested here too.
   auto lower = [](std::string text) {
     for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -435,6 +437,7 @@ TEST_F(RlKeyTest, MinReplicasToWriteRefusesWriters) {
   EXPECT_TRUE(std::any_of(list.elements.begin(), list.elements.end(), [](const Reply& r) {
     return r.str == "mr";
   })) << Show(list);
+  EXPECT_EQ(c.Call({"RL.POLICY", "VERSION"}).type, '*') << "the policy set's version answers";
   EXPECT_EQ(c.Call({"EXISTS", "mr:new", "mr:cell"}).integer, 0);
   ASSERT_EQ(c.Call({"CONFIG", "SET", "min-replicas-to-write", "0"}).str, "OK");
   EXPECT_EQ(remaining(c.Call({"RL.CHECK", "mr:k", "POLICY", "mr"})), 3) << "writes again";
