@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "rl/clock.h"
 #include "rl/envoy/config.h"
+#include "rl/limiter.h"
 
 namespace rl::envoy {
 namespace {
@@ -140,6 +142,65 @@ TEST(MatchTest, SeveralFilesAreSeveralDomains) {
   EXPECT_EQ(Rpu(**set, {{"k", "v"}}, "b"), 2u);
   EXPECT_EQ((*set)->Domains(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ((*set)->rule_count(), 2u);
+}
+
+// share_threshold: every value a wildcard matches counts in one state, named by the wildcard.
+TEST(MatchTest, ShareThresholdSharesOneStateAcrossAWildcardsValues) {
+  auto set = Load(R"(domain: s
+descriptors:
+  - key: path
+    value: /files/*
+    share_threshold: true
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: path
+    value: /own/*
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+)");
+  std::string a, b, detailed;
+  ASSERT_NE(set->Match("s", {{"path", "/files/a"}}, &a, &detailed), nullptr);
+  ASSERT_NE(set->Match("s", {{"path", "/files/b"}}, &b, nullptr), nullptr);
+  EXPECT_EQ(a, "s|path=/files/*");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(detailed, "s.path_/files/*");
+  ASSERT_NE(set->Match("s", {{"path", "/own/a"}}, &a, &detailed), nullptr);
+  ASSERT_NE(set->Match("s", {{"path", "/own/b"}}, &b, nullptr), nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(detailed, "s.path_/own/a");
+  auto refused = RuleSet::LoadString(
+      "domain: s\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n", "x.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "x.yaml:5: 'share_threshold' in descriptor 's.k_v': can only be used with wildcard "
+            "values (containing '*'), but found key 'k_v'");
+}
+
+// A matched rule on the engine: each descriptor its own state under its engine key, the per-value
+// override with its own allowance, and the window the clock's minute.
+TEST(MatchTest, MatchedRulesRunOnTheEngine) {
+  auto set = Load(kConfig);
+  // 2023-11-14 22:13:20 UTC: 20 s into the minute.
+  ManualClock clock(1'700'000'000'000, 1'700'000'000'000);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  const auto check = [&](std::vector<Entry> entries) {
+    std::string key;
+    const Rule* rule = set->Match("edge", entries, &key);
+    EXPECT_NE(rule, nullptr);
+    absl::StatusOr<Decision> d = limiter.Check("", key, {rule->limit}, 1);
+    EXPECT_TRUE(d.ok()) << d.status();
+    return *d;
+  };
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(check({{"tenant", "silver"}}).allowed) << i;
+  const Decision denied = check({{"tenant", "silver"}});
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.retry_after_ms, 40'000);            // the end of the clock's minute
+  EXPECT_TRUE(check({{"tenant", "bronze"}}).allowed);  // another value, another state
+  const Decision gold = check({{"tenant", "gold"}});
+  EXPECT_TRUE(gold.allowed);
+  EXPECT_EQ(gold.remaining, 999);
+  clock.Advance(40'000);
+  EXPECT_TRUE(check({{"tenant", "silver"}}).allowed);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "rl/ascii.h"
 #include "rl/envoy/config.h"
 #include "rule_set_impl.h"
@@ -80,14 +81,23 @@ std::shared_ptr<const RuleSet> RuleSet::Make(std::unique_ptr<Impl> impl) {
 
 const Rule* RuleSet::Match(std::string_view domain, absl::Span<const Entry> entries,
                            std::string* engine_key) const {
+  return Match(domain, entries, engine_key, nullptr);
+}
+
+const Rule* RuleSet::Match(std::string_view domain, absl::Span<const Entry> entries,
+                           std::string* engine_key, std::string* detailed_stat_key) const {
   if (engine_key != nullptr) engine_key->clear();
+  if (detailed_stat_key != nullptr) detailed_stat_key->clear();
   auto d = impl_->domains.find(absl::string_view(domain.data(), domain.size()));
   if (d == impl_->domains.end()) return nullptr;
   const Level* level = &d->second;
   const Rule* found = nullptr;
+  // (entry, wildcard value) for entries a share_threshold wildcard matched: they count as one.
+  absl::InlinedVector<std::pair<size_t, const std::string*>, 2> shared;
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     const Node* next = nullptr;
+    bool by_wildcard = false;
     if (auto k = level->keys.find(e.key); k != level->keys.end()) {
       const KeyEntry& ke = k->second;
       // A request's empty value is "no value": only a wildcard or the key alone takes it.
@@ -95,16 +105,49 @@ const Rule* RuleSet::Match(std::string_view domain, absl::Span<const Entry> entr
         if (auto v = ke.by_value.find(e.value); v != ke.by_value.end()) next = v->second.get();
       }
       for (size_t w = 0; next == nullptr && w < ke.wildcards.size(); ++w) {
-        if (WildcardMatch(ke.wildcards[w].parts, e.value)) next = ke.wildcards[w].node;
+        if (WildcardMatch(ke.wildcards[w].parts, e.value)) {
+          next = ke.wildcards[w].node;
+          by_wildcard = true;
+        }
       }
       if (next == nullptr) next = ke.without_value.get();
     }
     if (next == nullptr) break;
+    if (by_wildcard && !next->shared_value.empty()) shared.emplace_back(i, &next->shared_value);
     if (i + 1 == entries.size() && next->rule.has_value()) found = &*next->rule;
     if (next->children == nullptr) break;
     level = next->children.get();
   }
-  if (found != nullptr && engine_key != nullptr) EngineKey(domain, entries, engine_key);
+  if (found == nullptr) return nullptr;
+  const auto value_of = [&](size_t i) -> const std::string* {
+    for (const auto& [at, value] : shared) {
+      if (at == i) return value;
+    }
+    return nullptr;
+  };
+  if (engine_key != nullptr) {
+    AppendEscaped(domain, engine_key);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string* value = value_of(i);
+      engine_key->push_back('|');
+      AppendEscaped(entries[i].key, engine_key);
+      engine_key->push_back('=');
+      AppendEscaped(value != nullptr ? *value : entries[i].value, engine_key);
+    }
+  }
+  if (detailed_stat_key != nullptr) {
+    if (shared.empty()) {
+      *detailed_stat_key = DetailedStatKey(domain, entries);
+    } else {  // upstream writes "key_value" here only for a non-empty value
+      detailed_stat_key->assign(domain);
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const std::string* value = value_of(i);
+        const std::string& v = value != nullptr ? *value : entries[i].value;
+        detailed_stat_key->append(".").append(entries[i].key);
+        if (!v.empty()) detailed_stat_key->append("_").append(v);
+      }
+    }
+  }
   return found;
 }
 

@@ -20,6 +20,9 @@ struct Level;
 struct Node {
   std::optional<Rule> rule;
   std::unique_ptr<Level> children;  // null when it has no descriptors
+  // share_threshold: every value its wildcard matches shares one state (and detailed metric),
+  // keyed by the wildcard value itself ("files*"). Empty when not set.
+  std::string shared_value;
 };
 
 // A value with '*' in it: the literal pieces between the stars (`a*b*` -> "a", "b", "").

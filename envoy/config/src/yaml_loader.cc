@@ -177,7 +177,7 @@ absl::Status ReadRateLimit(const Where& at, const YAML::Node& node, Rule* rule) 
 // Keys envoyproxy/ratelimit accepts that change what rl would count or answer, which rl does not
 // do (yet): refused when true rather than silently ignored.
 absl::Status RefuseUnsupported(const Where& at, const YAML::Node& node) {
-  for (std::string_view key : {"quota_mode", "share_threshold"}) {
+  for (std::string_view key : {"quota_mode"}) {
     absl::StatusOr<bool> on = Flag(at, node, key);
     if (!on.ok()) return on.status();
     if (*on) return Error(at, node[std::string(key)], key, "is not supported by rl");
@@ -231,8 +231,15 @@ absl::Status Loader::Descriptor(const YAML::Node& node, const std::string& paren
   }
   absl::StatusOr<bool> shadow = Flag(at, node, "shadow_mode");
   absl::StatusOr<bool> detailed = Flag(at, node, "detailed_metric");
-  for (const absl::Status& s : {shadow.status(), detailed.status(), RefuseUnsupported(at, node)}) {
+  absl::StatusOr<bool> shared = Flag(at, node, "share_threshold");
+  for (const absl::Status& s :
+       {shadow.status(), detailed.status(), shared.status(), RefuseUnsupported(at, node)}) {
     if (!s.ok()) return s;
+  }
+  if (*shared && value->find('*') == std::string::npos) {
+    return Error(at, KeyMark(node, "share_threshold"), "share_threshold",
+                 Cat("can only be used with wildcard values (containing '*'), but found key '",
+                     composite, "'"));
   }
   KeyEntry& entry = level->keys[*key];
   std::unique_ptr<Node>& slot = value->empty() ? entry.without_value : entry.by_value[*value];
@@ -240,6 +247,7 @@ absl::Status Loader::Descriptor(const YAML::Node& node, const std::string& paren
     return Error(at, node, "key", Cat("duplicate descriptor composite key '", full_key, "'"));
   }
   slot = std::make_unique<Node>();
+  if (*shared) slot->shared_value = *value;
   if (value->find('*') != std::string::npos) {
     std::vector<std::string> parts = absl::StrSplit(*value, '*');
     entry.wildcards.push_back(Wildcard{std::move(parts), slot.get()});

@@ -106,6 +106,13 @@ class RuleSet {
   // otherwise).
   const Rule* Match(std::string_view domain, absl::Span<const Entry> entries,
                     std::string* engine_key) const;
+  // The same, and `detailed_stat_key` (when not null) receives the metric key of a
+  // detailed_metric rule for this request: DetailedStatKey(domain, entries), except that an entry
+  // matched by a share_threshold wildcard is written with the wildcard ("domain.path_/files*").
+  // Under share_threshold the engine key too names the wildcard instead of the value, so every
+  // value it matches shares one state (as envoyproxy/ratelimit's cache key).
+  const Rule* Match(std::string_view domain, absl::Span<const Entry> entries,
+                    std::string* engine_key, std::string* detailed_stat_key) const;
 
   // The rule for a request that carries its own limit (RateLimitDescriptor.limit):
   // envoyproxy/ratelimit uses it instead of the configuration, no shadow mode, its stat key the
