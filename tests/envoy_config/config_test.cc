@@ -154,6 +154,32 @@ TEST(ConfigTest, BadConfigsNameFileLineAndKey) {
   }
 }
 
+// Whatever a file holds, loading it answers an error, never a crash or an exception.
+TEST(ConfigTest, MalformedFilesAreErrorsNeverCrashes) {
+  std::string nested = "domain: d\ndescriptors:\n";
+  for (int i = 0; i < 100; ++i) {
+    nested +=
+        std::string(2 * i + 2, ' ') + "- key: k\n" + std::string(2 * i + 4, ' ') + "descriptors:\n";
+  }
+  const std::string inputs[] = {"\t",
+                                "{{{{",
+                                std::string(100'000, '['),
+                                std::string("\0\xff\xfe", 3),
+                                "a: *unknown_alias",
+                                "- - -",
+                                "domain: [d]",
+                                "domain: d\ndescriptors: {key: k}",
+                                "domain: d\ndescriptors:\n  - 5",
+                                "domain: d\ndescriptors:\n  - key: k\n    rate_limit: 5",
+                                "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rl: [1]}",
+                                nested};
+  for (const std::string& input : inputs) {
+    auto set = RuleSet::LoadString(input, "bad.yaml");
+    EXPECT_FALSE(set.ok()) << input.substr(0, 40);
+    if (!set.ok()) EXPECT_EQ(set.status().message().substr(0, 9), "bad.yaml:");
+  }
+}
+
 class DirectoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
