@@ -212,6 +212,17 @@ TEST_F(DirectoryTest, EveryYamlFileIsADomain) {
   EXPECT_EQ(Only(**set, {{"k", "x"}}, "b").requests_per_unit, 2u);
 }
 
+// A Kubernetes ConfigMap volume: the files are symlinks into a hidden, versioned directory.
+TEST_F(DirectoryTest, SymlinkedFilesAsAConfigMapMountsThem) {
+  std::filesystem::create_directories(dir_ / "..2026_12_02_00_00_00.1" / "nested");
+  Write("..2026_12_02_00_00_00.1/edge.yaml", Domain("edge", 3));
+  std::filesystem::create_directory_symlink("..2026_12_02_00_00_00.1", dir_ / "..data");
+  std::filesystem::create_symlink("..data/edge.yaml", dir_ / "edge.yaml");
+  auto set = RuleSet::LoadDirectory(dir_.string());
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)->Domains(), (std::vector<std::string>{"edge"}));
+}
+
 TEST_F(DirectoryTest, ADomainInTwoFilesIsAnErrorNamingTheSecond) {
   Write("a.yaml", Domain("same", 1));
   Write("b.yaml", Domain("same", 2));
