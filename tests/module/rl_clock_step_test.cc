@@ -238,13 +238,15 @@ TEST_F(RlClockStepTest, AForwardStepWhileRunningIsCountedAndLogged) {
 }
 
 // ALIGNED_WINDOW takes the grid of the node's wall clock when rl.so loads and keeps it when that
-// clock steps later (rl.so's node clock is anchored once, as rl-server's).
+// clock steps later (rl.so's node clock is anchored once, as rl-server's). The step stays inside
+// the key's window: Redis expires keys by the wall clock, which a longer step would cross (the
+// limitation AForwardStepWhileRunningIsCountedAndLogged shows).
 TEST_F(RlClockStepTest, AlignedWindowsTakeTheWallClocksGridAtLoadAndKeepItThroughASteps) {
-  constexpr int64_t kHourMs = 3'600'000;
-  const auto off_the_hour_grid = [](int64_t reset_after_ms, int64_t wall_ms) {
-    int64_t d = (reset_after_ms - (kHourMs - wall_ms % kHourMs)) % kHourMs;
-    if (d > kHourMs / 2) d -= kHourMs;
-    if (d <= -kHourMs / 2) d += kHourMs;
+  constexpr int64_t kDayMs = int64_t{24} * 3'600'000;
+  const auto off_the_day_grid = [](int64_t reset_after_ms, int64_t wall_ms) {
+    int64_t d = (reset_after_ms - (kDayMs - wall_ms % kDayMs)) % kDayMs;
+    if (d > kDayMs / 2) d -= kDayMs;
+    if (d <= -kDayMs / 2) d += kDayMs;
     return d;
   };
   TempFile shift_file{std::string(8, '\0')};
@@ -254,7 +256,7 @@ TEST_F(RlClockStepTest, AlignedWindowsTakeTheWallClocksGridAtLoadAndKeepItThroug
     ASSERT_EQ(::pwrite(fd, &ms, sizeof(ms), 0), static_cast<ssize_t>(sizeof(ms)));
     ::close(fd);
   };
-  constexpr int64_t kAheadMs = 22 * 60'000 + 17'345;  // the node's hours start 22 min early
+  constexpr int64_t kAheadMs = 22 * 60'000 + 17'345;  // the node's days start 22 min early
   set_shift(kAheadMs);
   RedisServer server(RlOptions());
   setenv("LD_PRELOAD", RL_WALL_SHIFT_PATH, 1);
@@ -265,14 +267,17 @@ TEST_F(RlClockStepTest, AlignedWindowsTakeTheWallClocksGridAtLoadAndKeepItThroug
   ASSERT_TRUE(started);
   const int64_t wall = TimeMs(server.Call({"TIME"}));
   ASSERT_GT(wall / 1000 - std::time(nullptr), kAheadMs / 1000 - 30) << "the shim is not active";
-  const Cmd check = {"RL.CHECK", "a", "ALIGNED_WINDOW", "5", "1h"};
+  const Cmd check = {"RL.CHECK", "a", "ALIGNED_WINDOW", "5", "1d"};
   const std::vector<int64_t> first = DecisionOf(server.Call(check));
   ASSERT_EQ(first.size(), 5u);
   EXPECT_EQ(first[2], 4);
-  EXPECT_LE(std::llabs(off_the_hour_grid(first[4], wall)), 5'000)
+  EXPECT_LE(std::llabs(off_the_day_grid(first[4], wall)), 5'000)
       << "reset_after_ms " << first[4] << " at node wall time " << wall;
-  set_shift(kAheadMs + 30 * 60'000);
-  ASSERT_GE(TimeMs(server.Call({"TIME"})) - wall, 30 * 60'000) << "the shim did not step";
+  // Half of what is left of the day: a window that moved with the clock would end that much
+  // sooner (hours, except in the last minutes of a UTC day).
+  const int64_t step = first[4] / 2;
+  set_shift(kAheadMs + step);
+  ASSERT_GE(TimeMs(server.Call({"TIME"})) - wall, step) << "the shim did not step";
   const std::vector<int64_t> second = DecisionOf(server.Call(check));
   ASSERT_EQ(second.size(), 5u);
   EXPECT_EQ(second[2], 3) << "the same window counts on";
