@@ -29,7 +29,7 @@ class CommandClock final : public rl::Clock {
   class Scope {
    public:
     explicit Scope(int64_t steady_ns) : saved_(now_ms_) {
-      if (steady_ns > 0) now_ms_ = steady_ns / 1'000'000;
+      if (steady_ns > 0) now_ms_ = steady_ns / 1'000'000 + rl::SteadyClock::SteadyToNowMs();
     }
     ~Scope() { now_ms_ = saved_; }
     Scope(const Scope&) = delete;

@@ -397,7 +397,8 @@ TEST(CommandDocs, HelpAndUsageComeFromTheRows) {
             "[FAIL_OPEN|FAIL_CLOSED]");
   EXPECT_EQ(lines[2], "    Defines or replaces a named policy.");
   EXPECT_EQ(lines.back(),
-            "<limit> is: (TOKEN_BUCKET|GCRA|SLIDING_LOG|SLIDING_WINDOW|FIXED_WINDOW|LEAKY_BUCKET) "
+            "<limit> is: (TOKEN_BUCKET|GCRA|SLIDING_LOG|SLIDING_WINDOW|FIXED_WINDOW|LEAKY_BUCKET|"
+            "ALIGNED_WINDOW) "
             "<limit> <window> [BURST <burst>] [BLOCK <block>]");
   EXPECT_EQ(Usage(*FindRlCommandDoc("rl.check")),
             "RL.CHECK <key> (<limit> [<limit> ...]|POLICY <name> [<limit> [<limit> ...]]) "

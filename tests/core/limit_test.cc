@@ -120,7 +120,7 @@ TEST(LimitTest, MissingOrUnknownPieces) {
             "GCRA needs a limit and a window, e.g. GCRA 100 1m");
   EXPECT_EQ(Message(ParseAll("FOO 10 1s").status()),
             "unknown algorithm 'FOO' (use TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, "
-            "FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY)");
+            "FIXED_WINDOW, LEAKY_BUCKET, CONCURRENCY or ALIGNED_WINDOW)");
   EXPECT_EQ(Message(ParseAll("SLIDING_WINDOW 10 COST").status()),
             "invalid window 'COST' (use e.g. 250ms, 1s, 1m, 1h, 1d)");
 }
@@ -297,7 +297,7 @@ TEST(PolicyTest, Errors) {
             "missing limit (e.g. SLIDING_WINDOW 100 1m)");
   EXPECT_EQ(Message(ParsePolicy("api", std::string_view("SHADOW")).status()),
             "unknown algorithm 'SHADOW' (use TOKEN_BUCKET, GCRA, SLIDING_LOG, SLIDING_WINDOW, "
-            "FIXED_WINDOW, LEAKY_BUCKET or CONCURRENCY)");
+            "FIXED_WINDOW, LEAKY_BUCKET, CONCURRENCY or ALIGNED_WINDOW)");
   EXPECT_FALSE(ParsePolicy("api", std::string_view("GCRA 0 1s")).ok());
 }
 

@@ -1,12 +1,18 @@
+// ALIGNED_WINDOW, the one window wall time decides, takes the grid of the server's wall clock at
+// start and keeps it when that clock steps later (core/include/rl/clock.h).
+//
 // rl-server restarted on a snapshot written by a wall clock a day ahead (a VM restored from a
 // snapshot, a service started before time sync, seen from the other side): no state may then wait
 // longer than its own limit, charges, block or lease would. The writer runs under an LD_PRELOAD
 // shim that shifts its wall clock (tests/support/wall_shift.cc); the reader runs on the true one.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -127,6 +133,63 @@ TEST(ClockStepTest, PeriodicSavesKeepTheirIntervalWhateverTheWallClock) {
   EXPECT_GE(saves, 2) << "periodic saves stopped under a wall clock a day ahead of the kernel's";
   server.reset();
   std::filesystem::remove_all(dir);
+}
+
+constexpr int64_t kHourMs = 3'600'000;
+
+// How far `reset_after_ms` is from the end of the wall clock's hour at `wall_ms`, folded into
+// (-30 min, 30 min]: near 0 when the window is the clock's hour.
+int64_t OffTheHourGrid(int64_t reset_after_ms, int64_t wall_ms) {
+  int64_t d = (reset_after_ms - (kHourMs - wall_ms % kHourMs)) % kHourMs;
+  if (d > kHourMs / 2) d -= kHourMs;
+  if (d <= -kHourMs / 2) d += kHourMs;
+  return d;
+}
+
+int64_t TimeMs(RespClient& c) {
+  const Reply t = c.Call({"TIME"});
+  return std::stoll(t.elements.at(0).str) * 1000 + std::stoll(t.elements.at(1).str) / 1000;
+}
+
+TEST(ClockStepTest, AlignedWindowsTakeTheWallClocksGridAtStartAndKeepItThroughASteps) {
+  char path[] = "/tmp/rl-aligned-shift-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const auto set_shift = [&](int64_t ms) {
+    ASSERT_EQ(::pwrite(fd, &ms, sizeof(ms), 0), static_cast<ssize_t>(sizeof(ms)));
+  };
+  // 22 min 17.345 s ahead: the server's hours start 22 min before ours do.
+  constexpr int64_t kAheadMs = 22 * 60'000 + 17'345;
+  set_shift(kAheadMs);
+  setenv("LD_PRELOAD", RL_WALL_SHIFT_PATH, 1);
+  setenv("RL_TEST_WALL_SHIFT_FILE", path, 1);
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{});
+  unsetenv("LD_PRELOAD");
+  unsetenv("RL_TEST_WALL_SHIFT_FILE");
+  ASSERT_GT(server->port(), 0);
+  RespClient c(server->port());
+  const int64_t wall = TimeMs(c);
+  ASSERT_GT(wall / 1000 - time(nullptr), kAheadMs / 1000 - 30)
+      << "the wall-clock shim is not active";
+  const Cmd check = {"RL.CHECK", "a", "ALIGNED_WINDOW", "5", "1h"};
+  const Reply first = c.Call(check);
+  ASSERT_EQ(first.elements.size(), 5u) << first.str;
+  EXPECT_EQ(first.elements[2].integer, 4);
+  // Calls a few ms apart on an idle machine; seconds at most on a loaded one, minutes never.
+  EXPECT_LE(std::llabs(OffTheHourGrid(first.elements[4].integer, wall)), 5'000)
+      << "reset_after_ms " << first.elements[4].integer << " at server wall time " << wall;
+
+  // The wall clock steps 30 minutes forward: the window stays where it was.
+  set_shift(kAheadMs + 30 * 60'000);
+  ASSERT_GE(TimeMs(c) - wall, 30 * 60'000) << "the shim did not step";
+  const Reply second = c.Call(check);
+  ASSERT_EQ(second.elements.size(), 5u) << second.str;
+  EXPECT_EQ(second.elements[2].integer, 3) << "the same window counts on";
+  EXPECT_LE(second.elements[4].integer, first.elements[4].integer);
+  EXPECT_GE(second.elements[4].integer, first.elements[4].integer - 30'000);
+  server.reset();
+  ::close(fd);
+  ::unlink(path);
 }
 
 }  // namespace

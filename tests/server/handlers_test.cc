@@ -45,7 +45,7 @@ TEST_P(SeedRecoveryTest, PassesAfterRetryAfter) {
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, SeedRecoveryTest,
                          ::testing::Values("TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW",
-                                           "FIXED_WINDOW", "LEAKY_BUCKET"));
+                                           "FIXED_WINDOW", "LEAKY_BUCKET", "ALIGNED_WINDOW"));
 
 // redis-cell's end-to-end test (max_burst 0, one per 2 s): limited, then allowed after
 // retry_after (moved from rl_commands_test, which slept two seconds).

@@ -19,6 +19,10 @@
 // CONCURRENCY is not a rate: at most LIMIT leases held at once, each ending when released or after
 // its ttl (kept in window_ms); taken with Limiter::Acquire / RL.ACQUIRE, never by a plain check.
 //
+// ALIGNED_WINDOW is FIXED_WINDOW on the wall clock's grid: windows start at multiples of WINDOW
+// counted from the Unix epoch (a minute is the clock's minute), as envoyproxy/ratelimit counts;
+// the one algorithm that wall time decides (see core/src/aligned_window.cc).
+//
 // Adding an algorithm whose state has one of these shapes: its row here, its step functions
 // (core/src/), its tests, and its documentation.
 #pragma once
@@ -30,4 +34,5 @@
   ROW(SlidingWindow, 3, "SLIDING_WINDOW", kRate, kThreeWord)               \
   ROW(FixedWindow, 4, "FIXED_WINDOW", kRate, kTwoWord)                     \
   ROW(LeakyBucket, 5, "LEAKY_BUCKET", kRate | kBurst | kShaping, kTwoWord) \
-  ROW(Concurrency, 6, "CONCURRENCY", 0, kLeases)
+  ROW(Concurrency, 6, "CONCURRENCY", 0, kLeases)                           \
+  ROW(AlignedWindow, 7, "ALIGNED_WINDOW", kRate, kTwoWord)

@@ -1,6 +1,10 @@
 // Time sources. The engine reads one monotonic `now` per check from an injected Clock; wall-clock
 // time is used only to print reset timestamps (X-RateLimit-Reset) and to carry snapshots across
-// restarts.
+// restarts, with one exception: ALIGNED_WINDOW puts its windows on the Unix clock's grid (a minute
+// is the clock's minute). It reads `now` as Unix time, which SteadyClock's (and rl.so's) is: a
+// monotonic clock anchored once to the wall clock, so a step of the wall clock later moves no
+// window (windows keep the grid of the anchor until the process restarts) and never moves `now`
+// back.
 #pragma once
 
 #include <atomic>
@@ -11,18 +15,25 @@ namespace rl {
 class Clock {
  public:
   virtual ~Clock() = default;
-  // Monotonic milliseconds since an arbitrary epoch; never goes backwards.
+  // Monotonic milliseconds; never goes backwards. Its epoch is the clock's own; ALIGNED_WINDOW's
+  // grid counts from it, so a clock whose windows should match the wall clock's counts from the
+  // Unix epoch (SteadyClock does).
   virtual int64_t NowMs() const = 0;
   // Unix time in milliseconds (may jump); only for printing and snapshots.
   virtual int64_t WallMs() const = 0;
 };
 
-// std::chrono::steady_clock and system_clock.
+// std::chrono::steady_clock and system_clock. NowMs() is steady_clock anchored to Unix time: the
+// system clock's reading at the anchor (the process's first use of any SteadyClock) plus the
+// steady time elapsed since.
 class SteadyClock final : public Clock {
  public:
   int64_t NowMs() const override;
   int64_t WallMs() const override;
   static SteadyClock* Default();
+  // What NowMs() adds to steady_clock's milliseconds: for code that read steady_clock itself and
+  // wants the same `now` (rl-server's command clock).
+  static int64_t SteadyToNowMs();
 };
 
 // A clock that moves only when told to: for tests and simulations. Thread-safe.

@@ -16,8 +16,8 @@
 
 namespace rl {
 
-// kTokenBucket, kGcra, kSlidingLog, kSlidingWindow, kFixedWindow, kLeakyBucket, kConcurrency:
-// one per row of the registry (rl/algorithm_rows.h), which says what each is.
+// kTokenBucket, kGcra, kSlidingLog, kSlidingWindow, kFixedWindow, kLeakyBucket, kConcurrency,
+// kAlignedWindow: one per row of the registry (rl/algorithm_rows.h), which says what each is.
 enum class Algorithm : uint8_t {
 #define RL_ENUMERATOR(Name, id, spec_name, traits, shape) k##Name = id,
   RL_ALGORITHM_ROWS(RL_ENUMERATOR)
@@ -27,7 +27,7 @@ enum class Algorithm : uint8_t {
 // Every algorithm, in id order.
 absl::Span<const Algorithm> Algorithms();
 // The spec name: "TOKEN_BUCKET", "GCRA", "SLIDING_LOG", "SLIDING_WINDOW", "FIXED_WINDOW",
-// "LEAKY_BUCKET", "CONCURRENCY"; "UNKNOWN" for a value that is none of them.
+// "LEAKY_BUCKET", "CONCURRENCY", "ALIGNED_WINDOW"; "UNKNOWN" for a value that is none of them.
 std::string_view AlgorithmName(Algorithm algorithm);
 // Case-insensitive inverse of AlgorithmName; nullopt for anything else.
 std::optional<Algorithm> ParseAlgorithm(std::string_view name);
