@@ -189,7 +189,7 @@ int ApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       (static_cast<int64_t>(s.size()) != p.states || (!s.empty() && s.ExpiryMs() != p.expiry_ms))) {
     Mismatch(ctx, a[1], p, s);
   }
-  key.CommitReplayed(p.now_ms, RedisModule_GetContextFlags(ctx));
+  key.CommitReplayed(p.now_ms, RedisModule_GetContextFlags(ctx), p.effect);
   if (!run.ok() && !changed) {
     return RedisModule_ReplyWithError(ctx, ("ERR " + std::string(run.message())).c_str());
   }
