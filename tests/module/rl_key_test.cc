@@ -137,6 +137,56 @@ TEST_F(RlKeyTest, MemoryUsageReportsTheValue) {
   std::printf("MEMORY USAGE of a key with one token bucket: %lld bytes\n", one);
 }
 
+// A key holding one token bucket costs Redis's own per-key memory and no more: its state is packed
+// into the key's value pointer (module/compact_value.h) instead of a 48-byte block. Measured as
+// Redis counts it (INFO used_memory growth over many keys, each case in a database of its own so
+// both grow equal hash tables), against a plain 24-byte string with an expiry under names of the
+// same length: the one-limit key costs about as much (~10 B less; with the block it cost ~38 B
+// more).
+TEST_F(RlKeyTest, AOneLimitKeyCostsAboutAStringWithAnExpiry) {
+  RespClient c(port());
+  constexpr int kKeys = 4000;
+  constexpr int kBatch = 100;  // small pipelines: the query buffer stays small
+  auto grow = [&](int db, const std::vector<std::string>& tail, bool rl) {
+    EXPECT_EQ(c.Call({"SELECT", std::to_string(db)}).str, "OK");
+    const long long before = std::stoll(server().InfoField("memory", "used_memory"));
+    for (int i = 0; i < kKeys; i += kBatch) {
+      std::string wire;
+      for (int j = i; j < i + kBatch; ++j) {
+        char name[48];
+        std::snprintf(name, sizeof(name), "rl:api-default:tenant:scope:%012d", j);
+        std::vector<std::string> cmd = {rl ? "RL.CHECK" : "SET", name};
+        cmd.insert(cmd.end(), tail.begin(), tail.end());
+        wire += RespClient::Encode(cmd);
+      }
+      EXPECT_TRUE(c.SendRaw(wire));
+      for (int j = 0; j < kBatch; ++j) EXPECT_NE(c.Read().type, '-');
+    }
+    EXPECT_EQ(c.Call({"DBSIZE"}).integer, kKeys);
+    const long long after = std::stoll(server().InfoField("memory", "used_memory"));
+    return static_cast<double>(after - before) / kKeys;
+  };
+  const double one = grow(11, {"TOKEN_BUCKET", "100", "1h"}, true);
+  const double string = grow(12, {std::string(24, 'x'), "PX", "3600000"}, false);
+  const double two = grow(13, {"TOKEN_BUCKET", "100", "1h", "GCRA", "10", "1s"}, true);
+  std::printf(
+      "used_memory per key: one token bucket %.1f B, two limits %.1f B, a 24-byte string "
+      "with an expiry %.1f B\n",
+      one, two, string);
+  EXPECT_LE(one, string + 8) << "a one-limit key holds a block again";
+  EXPECT_GE(two, one + 40) << "two limits keep a block (48 B + the second entry)";
+  // A state packed and unpacked again by a later check, a peek and a copy stays the same state.
+  EXPECT_EQ(c.Call({"SELECT", "11"}).str, "OK");
+  const std::string key = "rl:api-default:tenant:scope:000000000007";
+  EXPECT_EQ(c.Call({"RL.CHECK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], 98);
+  EXPECT_EQ(c.Call({"RL.PEEK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], 97)
+      << "what a check would leave";
+  EXPECT_EQ(c.Call({"COPY", key, "copied"}).integer, 1);
+  EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "copied"}).elements.at(0).str,
+            c.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str);
+  EXPECT_EQ(c.Call({"SELECT", "0"}).str, "OK");
+}
+
 // One key holds at most rl::KeyState::kMaxStates (1024) states, all scopes together; a check
 // that would add more is refused and changes nothing. (rl-server has no such per-key bound.)
 TEST_F(RlKeyTest, AtMost1024StatesPerKey) {
