@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "redis_module_api.h"
 #include "rl/key_state.h"
 
 namespace rl::module {
@@ -21,6 +22,12 @@ constexpr int kDeficitShift = kTimeShift + kTimeBits;
 constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
 constexpr uint64_t kTimeMask = (uint64_t{1} << kTimeBits) - 1;
 constexpr uint64_t kMaxDeficit = (uint64_t{1} << kDeficitBits) - 1;
+// Boxed: the box's word is time | deficit << kTimeBits; the pointer keeps its index on top.
+constexpr int kBoxDeficitBits = 64 - kTimeBits;
+constexpr uint64_t kMaxBoxDeficit = (uint64_t{1} << kBoxDeficitBits) - 1;
+constexpr int kBoxIndexShift = 48;
+constexpr uint64_t kAddressMask = ((uint64_t{1} << kBoxIndexShift) - 1) & ~uint64_t{7};
+constexpr size_t kBoxBytes = 8;
 // Index kIndexMask is never handed out, so no word is all ones.
 constexpr size_t kMaxLimits = kIndexMask;
 
@@ -94,7 +101,21 @@ int64_t ExpiryOf(const Interned& e, int64_t time, int64_t deficit) {
   return time + (deficit + e.rate - 1) / e.rate;
 }
 
-void* PackWith(const SingleState& s, int index) {
+uint64_t Bits(const void* value) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(value));
+}
+void* AsValue(uint64_t bits) { return reinterpret_cast<void*>(static_cast<uintptr_t>(bits)); }
+uint64_t* BoxOf(const void* value) {
+  return static_cast<uint64_t*>(AsValue(Bits(value) & kAddressMask));
+}
+
+size_t IndexOfValue(const void* value) {
+  return IsInline(value) ? IndexOf(value) : static_cast<size_t>(Bits(value) >> kBoxIndexShift);
+}
+
+// `s` in entry `index`'s small form, or null. A boxed result reuses `previous`'s box if it has
+// one.
+void* PackWith(const SingleState& s, int index, const void* previous) {
   if (index < 0) return nullptr;
   const Interned& e = g_table[static_cast<size_t>(index)];
   if (s.algorithm != Algorithm::kTokenBucket || s.scope_id != e.scope_id ||
@@ -102,20 +123,28 @@ void* PackWith(const SingleState& s, int index) {
     return nullptr;
   }
   const int64_t deficit = e.full - s.word;
-  if (deficit % e.grain != 0 || static_cast<uint64_t>(deficit / e.grain) > kMaxDeficit) {
-    return nullptr;
-  }
+  if (deficit % e.grain != 0) return nullptr;
+  const uint64_t grains = static_cast<uint64_t>(deficit / e.grain);
   int64_t offset;
   if (__builtin_sub_overflow(s.time, g_base_ms, &offset) || offset < 0 ||
       static_cast<uint64_t>(offset) > kTimeMask) {
     return nullptr;
   }
-  // A stored expiry that is not the bucket's own (written under other numbers) has no word.
+  // A stored expiry that is not the bucket's own (written under other numbers) has no small form.
   if (s.expiry_ms != ExpiryOf(e, s.time, deficit)) return nullptr;
-  const uint64_t word = 1 | static_cast<uint64_t>(index) << 1 |
-                        static_cast<uint64_t>(offset) << kTimeShift |
-                        static_cast<uint64_t>(deficit / e.grain) << kDeficitShift;
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(word));
+  if (grains <= kMaxDeficit) {
+    return AsValue(1 | static_cast<uint64_t>(index) << 1 |
+                   static_cast<uint64_t>(offset) << kTimeShift | grains << kDeficitShift);
+  }
+  if (grains > kMaxBoxDeficit) return nullptr;
+  uint64_t* box =
+      IsBoxed(previous) ? BoxOf(previous) : static_cast<uint64_t*>(RedisModule_Alloc(kBoxBytes));
+  if ((Bits(box) & ~kAddressMask) != 0) {  // beyond the 48-bit user address space: no tags
+    RedisModule_Free(box);
+    return nullptr;
+  }
+  *box = static_cast<uint64_t>(offset) | grains << kTimeBits;
+  return AsValue(Bits(box) | 2 | static_cast<uint64_t>(index) << kBoxIndexShift);
 }
 
 }  // namespace
@@ -125,42 +154,55 @@ void InitPacking(int64_t now_ms) { g_base_ms = now_ms - (int64_t{1} << (kTimeBit
 void* Pack(const SingleState& s, std::string_view scope, absl::Span<const Limit> limits,
            const void* previous) {
   if (s.algorithm != Algorithm::kTokenBucket) return nullptr;
-  const int before = IsPacked(previous) ? static_cast<int>(IndexOf(previous)) : -1;
+  const int before = IsPacked(previous) ? static_cast<int>(IndexOfValue(previous)) : -1;
   for (const Limit& limit : limits) {
     if (limit.algorithm != Algorithm::kTokenBucket || limit.window_ms != s.window_ms) continue;
     // The usual case, a key checked again under the same limit: no lookup.
     if (before >= 0 && Matches(g_table[static_cast<size_t>(before)], s.scope_id, limit)) {
-      return PackWith(s, before);
+      return PackWith(s, before, previous);
     }
     if (ScopeId(scope) != s.scope_id) break;
-    return PackWith(s, Intern(s.scope_id, limit));
+    return PackWith(s, Intern(s.scope_id, limit), previous);
   }
   if (before >= 0) {
-    if (void* packed = PackWith(s, before)) return packed;
+    if (void* packed = PackWith(s, before, previous)) return packed;
   }
-  return Pack(s);
+  const auto it = g_by_identity.find(IdentityKey{s.scope_id, s.window_ms});
+  return it == g_by_identity.end() ? nullptr : PackWith(s, it->second, previous);
 }
 
-void* Pack(const SingleState& s) {
-  if (s.algorithm != Algorithm::kTokenBucket) return nullptr;
-  const auto it = g_by_identity.find(IdentityKey{s.scope_id, s.window_ms});
-  return it == g_by_identity.end() ? nullptr : PackWith(s, it->second);
-}
+void* Pack(const SingleState& s) { return Pack(s, {}, {}, nullptr); }
 
 SingleState Unpack(const void* value) {
-  const uint64_t word = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(value));
-  const Interned& e = g_table[IndexOf(value)];
-  const int64_t deficit = static_cast<int64_t>(word >> kDeficitShift) * e.grain;
+  const Interned& e = g_table[IndexOfValue(value)];
+  uint64_t offset, grains;
+  if (IsInline(value)) {
+    offset = (Bits(value) >> kTimeShift) & kTimeMask;
+    grains = Bits(value) >> kDeficitShift;
+  } else {
+    const uint64_t word = *BoxOf(value);
+    offset = word & kTimeMask;
+    grains = word >> kTimeBits;
+  }
+  const int64_t deficit = static_cast<int64_t>(grains) * e.grain;
   SingleState s;
   s.scope_id = e.scope_id;
   s.algorithm = Algorithm::kTokenBucket;
   s.window_ms = e.window_ms;
-  s.time = g_base_ms + static_cast<int64_t>((word >> kTimeShift) & kTimeMask);
+  s.time = g_base_ms + static_cast<int64_t>(offset);
   s.word = e.full - deficit;
   s.expiry_ms = ExpiryOf(e, s.time, deficit);
   return s;
 }
 
-uint64_t PackedLimits() { return g_table.size(); }
+void FreeBox(const void* value) {
+  if (IsBoxed(value)) RedisModule_Free(BoxOf(value));
+}
+
+bool SameBox(const void* a, const void* b) {
+  return IsBoxed(a) && IsBoxed(b) && BoxOf(a) == BoxOf(b);
+}
+
+size_t PackedBytes(const void* value) { return IsBoxed(value) ? kBoxBytes : 0; }
 
 }  // namespace rl::module

@@ -29,10 +29,10 @@ std::atomic<uint64_t> g_rejected_loads{0};
 
 // A key's value is its state's block (KeyState::ReleaseBlock), allocated by the state in Redis's
 // allocator (rl::SetStateAllocator in OnLoad), so INFO memory and maxmemory count it, or, for a
-// state of one token bucket, a packed word holding the whole state (compact_value.h: bit 0 set,
-// no allocation). An empty state has no block; as a value (only a loaded or restored empty
-// encoding makes one: commands delete a key whose states are gone) it is this marker, since
-// rdb_load's null means failure. Aligned, so that its bit 0 is clear.
+// state of one token bucket, one of compact_value.h's small forms (the state in the pointer
+// itself, or in an 8-byte box). An empty state has no block; as a value (only a loaded or restored
+// empty encoding makes one: commands delete a key whose states are gone) it is this marker, since
+// rdb_load's null means failure. Aligned, so that its low bits (the small forms' tags) are clear.
 alignas(8) char g_empty_marker;
 
 // One single-state block kept between commands: a command on a packed key runs the state in a
@@ -79,6 +79,7 @@ class Borrowed {
 };
 
 void FreeState(void* value) {
+  FreeBox(value);
   KeyState owned = KeyState::AdoptBlock(BlockOf(value));  // frees the block and its logs
 }
 
@@ -143,7 +144,9 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
 
 // The block and the logs: all the memory the value holds (the key's value pointer itself lives
 // in Redis's moduleValue, and a packed state is that pointer: nothing more).
-size_t MemUsage(const void* value) { return IsPacked(value) ? 0 : Borrowed(value)->MemoryBytes(); }
+size_t MemUsage(const void* value) {
+  return IsPacked(value) ? PackedBytes(value) : Borrowed(value)->MemoryBytes();
+}
 
 void Digest(RedisModuleDigest* digest, void* value) {
   const std::string bytes = Encoded(value);
@@ -320,9 +323,10 @@ void StateKey::Sync(std::string_view scope, absl::Span<const Limit> limits) {
   if (!writable_) return;
   void* value = ValueFor(scope, limits);
   if (value == value_) return;
-  // The old value needs no freeing: a block is the state's (kept, moved or freed by it), a
-  // packed word holds nothing.
+  // A block needs no freeing (the state kept, moved or freed it), an inline word holds nothing,
+  // a box is freed unless the new value reuses it.
   RedisModule_ModuleTypeReplaceValue(key_, g_type, value, nullptr);
+  if (!SameBox(value, value_)) FreeBox(value_);
   value_ = value;
 }
 

@@ -169,21 +169,31 @@ TEST_F(RlKeyTest, AOneLimitKeyCostsAboutAStringWithAnExpiry) {
   const double one = grow(11, {"TOKEN_BUCKET", "100", "1h"}, true);
   const double string = grow(12, {std::string(24, 'x'), "PX", "3600000"}, false);
   const double two = grow(13, {"TOKEN_BUCKET", "100", "1h", "GCRA", "10", "1s"}, true);
+  // An empty bucket, an hour from full: too far for the pointer itself, so an 8-byte box.
+  const double drained = grow(14, {"TOKEN_BUCKET", "100", "1h", "COST", "100"}, true);
   std::printf(
-      "used_memory per key: one token bucket %.1f B, two limits %.1f B, a 24-byte string "
-      "with an expiry %.1f B\n",
-      one, two, string);
+      "used_memory per key: one token bucket %.1f B (empty: %.1f B), two limits %.1f B, "
+      "a 24-byte string with an expiry %.1f B\n",
+      one, drained, two, string);
   EXPECT_LE(one, string + 8) << "a one-limit key holds a block again";
+  EXPECT_LE(drained, one + 12) << "an empty bucket holds a block again";
   EXPECT_GE(two, one + 40) << "two limits keep a block (48 B + the second entry)";
-  // A state packed and unpacked again by a later check, a peek and a copy stays the same state.
-  EXPECT_EQ(c.Call({"SELECT", "11"}).str, "OK");
-  const std::string key = "rl:api-default:tenant:scope:000000000007";
-  EXPECT_EQ(c.Call({"RL.CHECK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], 98);
-  EXPECT_EQ(c.Call({"RL.PEEK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], 97)
-      << "what a check would leave";
-  EXPECT_EQ(c.Call({"COPY", key, "copied"}).integer, 1);
-  EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "copied"}).elements.at(0).str,
-            c.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str);
+  // Both small forms go through a later check, a peek, COPY and an RDB reload as the same state.
+  for (const std::string db : {"11", "14"}) {
+    EXPECT_EQ(c.Call({"SELECT", db}).str, "OK");
+    const std::string key = "rl:api-default:tenant:scope:000000000007";
+    const std::vector<int64_t> check =
+        c.Call({"RL.CHECK", key, "TOKEN_BUCKET", "100", "1h"}).Ints();
+    ASSERT_EQ(check.size(), 5u);
+    EXPECT_EQ(check[2], db == "11" ? 98 : 0);
+    EXPECT_EQ(c.Call({"RL.PEEK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], db == "11" ? 97 : 0);
+    EXPECT_EQ(c.Call({"COPY", key, "copied"}).integer, 1);
+    const std::string digest = c.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str;
+    EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "copied"}).elements.at(0).str, digest);
+    EXPECT_EQ(c.Call({"DEBUG", "RELOAD"}).str, "OK");
+    EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str, digest);
+    EXPECT_EQ(c.Call({"RL.PEEK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], db == "11" ? 97 : 0);
+  }
   EXPECT_EQ(c.Call({"SELECT", "0"}).str, "OK");
 }
 
