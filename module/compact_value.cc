@@ -64,7 +64,9 @@ struct IdentityKey {
 int64_t g_base_ms = 0;
 std::vector<Interned> g_table;
 absl::flat_hash_map<LimitKey, uint8_t> g_by_limit;
-absl::flat_hash_map<IdentityKey, uint8_t> g_by_identity;  // the last interned for the pair
+// Every entry of a (scope, window), for a state that comes with no limit (a load, a copy, a
+// call under another scope): each is tried, the latest first.
+absl::flat_hash_map<IdentityKey, std::vector<uint8_t>> g_by_identity;
 
 int64_t BitLength(int64_t v) { return 64 - __builtin_clzll(static_cast<uint64_t>(v)); }
 
@@ -84,7 +86,7 @@ int Intern(uint64_t scope_id, const Limit& limit) {
                              limit.capacity() * limit.window_ms,
                              std::gcd(limit.window_ms, limit.limit)});
   g_by_limit.emplace(key, static_cast<uint8_t>(index));
-  g_by_identity[IdentityKey{scope_id, limit.window_ms}] = static_cast<uint8_t>(index);
+  g_by_identity[IdentityKey{scope_id, limit.window_ms}].push_back(static_cast<uint8_t>(index));
   return index;
 }
 
@@ -168,7 +170,12 @@ void* Pack(const SingleState& s, std::string_view scope, absl::Span<const Limit>
     if (void* packed = PackWith(s, before, previous)) return packed;
   }
   const auto it = g_by_identity.find(IdentityKey{s.scope_id, s.window_ms});
-  return it == g_by_identity.end() ? nullptr : PackWith(s, it->second, previous);
+  if (it == g_by_identity.end()) return nullptr;
+  for (auto index = it->second.rbegin(); index != it->second.rend(); ++index) {
+    if (*index == before) continue;  // tried above
+    if (void* packed = PackWith(s, *index, previous)) return packed;
+  }
+  return nullptr;
 }
 
 void* Pack(const SingleState& s) { return Pack(s, {}, {}, nullptr); }
@@ -193,6 +200,23 @@ SingleState Unpack(const void* value) {
   s.word = e.full - deficit;
   s.expiry_ms = ExpiryOf(e, s.time, deficit);
   return s;
+}
+
+namespace {
+void* g_spare = nullptr;  // one block kept between commands
+}  // namespace
+
+void* UnpackToBlock(const void* value) {
+  void* block =
+      g_spare != nullptr ? std::exchange(g_spare, nullptr) : RedisModule_Alloc(kSingleBlockBytes);
+  WriteSingleBlock(block, Unpack(value));
+  return block;
+}
+
+bool KeepsBlock(const void* block) {
+  if (g_spare != nullptr || block == nullptr) return false;
+  g_spare = const_cast<void*>(block);
+  return true;
 }
 
 void FreeBox(const void* value) {

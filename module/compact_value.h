@@ -53,6 +53,11 @@ void* Pack(const SingleState& s, std::string_view scope, absl::Span<const Limit>
 void* Pack(const SingleState& s);
 // The state a packed value holds.
 SingleState Unpack(const void* value);
+// A block (from Redis's allocator, as KeyState's) holding the state of packed `value`, for a
+// command to run it in; KeepsBlock takes it back afterwards, so commands on packed keys allocate
+// nothing: true when `block` is kept (the caller lets go of it), false when the caller frees it.
+void* UnpackToBlock(const void* value);
+bool KeepsBlock(const void* block);
 // Frees a boxed value's allocation (nothing for other values).
 void FreeBox(const void* value);
 // Whether two values share a box.

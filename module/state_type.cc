@@ -35,10 +35,6 @@ std::atomic<uint64_t> g_rejected_loads{0};
 // rdb_load's null means failure. Aligned, so that its low bits (the small forms' tags) are clear.
 alignas(8) char g_empty_marker;
 
-// One single-state block kept between commands: a command on a packed key runs the state in a
-// block (KeyState's form) and packs it again afterwards, without an allocation each time.
-void* g_spare = nullptr;
-
 void* BlockOf(const void* value) {
   return value == &g_empty_marker || IsPacked(value) ? nullptr : const_cast<void*>(value);
 }
@@ -285,15 +281,8 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
   }
   stored_ = true;
   value_ = RedisModule_ModuleTypeGetValue(key_);
-  if (IsPacked(value_)) {
-    // The state runs in a block of this StateKey's own (the spare), packed again by Sync.
-    void* block =
-        g_spare != nullptr ? std::exchange(g_spare, nullptr) : RedisModule_Alloc(kSingleBlockBytes);
-    WriteSingleBlock(block, Unpack(value_));
-    state_ = KeyState::AdoptBlock(block);
-  } else {
-    state_ = KeyState::AdoptBlock(BlockOf(value_));
-  }
+  // A packed state runs in a block of this StateKey's own, packed again by Sync.
+  state_ = KeyState::AdoptBlock(IsPacked(value_) ? UnpackToBlock(value_) : BlockOf(value_));
 }
 
 StateKey::~StateKey() {
@@ -302,8 +291,8 @@ StateKey::~StateKey() {
     Sync({}, {});
     if (!IsPacked(value_)) {
       state_.ReleaseBlock();  // the key owns it
-    } else if (g_spare == nullptr) {
-      g_spare = state_.ReleaseBlock();  // the unpacked copy, kept for the next command
+    } else if (KeepsBlock(state_.block())) {
+      state_.ReleaseBlock();  // the unpacked copy, kept for the next command
     }
   }
   if (key_ != nullptr) RedisModule_CloseKey(key_);

@@ -197,6 +197,46 @@ TEST_F(RlKeyTest, AOneLimitKeyCostsAboutAStringWithAnExpiry) {
   EXPECT_EQ(c.Call({"SELECT", "0"}).str, "OK");
 }
 
+// A one-limit key moves between its small forms and its block as its bucket empties and refills
+// (the pointer within ~7 tokens of full here, the box beyond, the block for a debt or a changed
+// limit): at every step it answers as a key that always keeps a block (one with a second state
+// under a policy, checked alike), and its state digests alike once that second state is gone.
+TEST_F(RlKeyTest, SmallFormsAnswerAsTheBlock) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "other", "FIXED_WINDOW", "9", "1d"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.CHECK", "twin", "POLICY", "other"}).Ints().at(0), 1);
+  struct Step {
+    std::vector<std::string> call;  // the command and its limits; the key goes after the first
+  } steps[] = {
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h"}},                  // 1 token out: in the pointer
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h", "COST", "8"}},     // 9 out: boxed
+      {{"RL.REFUND", "TOKEN_BUCKET", "100", "1h", "COST", "6"}},    // 3 out: the pointer again
+      {{"RL.CHARGE", "TOKEN_BUCKET", "100", "1h", "COST", "150"}},  // in debt: the block
+      {{"RL.PEEK", "TOKEN_BUCKET", "100", "1h"}},
+      {{"RL.REFUND", "TOKEN_BUCKET", "100", "1h", "COST", "150"}},
+      {{"RL.CHECK", "TOKEN_BUCKET", "50", "1h", "COST", "2"}},  // other numbers, same state
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h", "BURST", "300", "COST", "250"}},
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h"}},
+  };
+  for (const Step& step : steps) {
+    std::vector<std::string> one = step.call, twin = step.call;
+    one.insert(one.begin() + 1, "solo");
+    twin.insert(twin.begin() + 1, "twin");
+    const std::vector<int64_t> a = c.Call(one).Ints(), b = c.Call(twin).Ints();
+    ASSERT_EQ(a.size(), 5u) << step.call[0];
+    ASSERT_EQ(b.size(), 5u) << step.call[0];
+    // allowed, limit, remaining exactly; the times within the milliseconds between the calls.
+    EXPECT_EQ(std::vector<int64_t>(a.begin(), a.begin() + 3),
+              std::vector<int64_t>(b.begin(), b.begin() + 3))
+        << step.call[0] << " " << step.call.back();
+    EXPECT_NEAR(a[4], b[4], 50) << step.call[0] << " " << step.call.back();
+  }
+  EXPECT_EQ(c.Call({"RL.RESET", "twin", "POLICY", "other"}).integer, 1);
+  EXPECT_EQ(c.Call({"MEMORY", "USAGE", "twin"}).integer,
+            c.Call({"MEMORY", "USAGE", "solo"}).integer)
+      << "both back in a small form";
+}
+
 // One key holds at most rl::KeyState::kMaxStates (1024) states, all scopes together; a check
 // that would add more is refused and changes nothing. (rl-server has no such per-key bound.)
 TEST_F(RlKeyTest, AtMost1024StatesPerKey) {
