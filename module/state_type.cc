@@ -346,7 +346,10 @@ bool StateKey::Drop() {
 bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits) {
   if (!stored_) {
     void* value = ValueFor(scope, limits);
-    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) return false;
+    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) {
+      FreeBox(value);  // the state (this StateKey's) still holds its block
+      return false;
+    }
     stored_ = true;
     value_ = value;
   } else {
