@@ -15,7 +15,7 @@
 //     rl.so loads (2^36 ms, 2.2 years, either side of it).
 // Inline (bit 0 set): the deficit takes 18 bits, so a bucket less than 2^18 grains (at most
 // 262 s, since a grain refills in at most a millisecond) from full. Boxed (bits 1-0 = 10): an
-// 8-byte allocation holds time and a 27-bit deficit (a bucket up to 37 h from full), the pointer's
+// 8-byte allocation holds time and a 27-bit deficit (at most 37 h from full), the pointer's
 // top 16 bits the index. A state outside those ranges, a full table (255 limits), two or more
 // states, or any other algorithm keep the block.
 //
