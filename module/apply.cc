@@ -7,6 +7,7 @@
 
 #include "glue.h"
 #include "permissions.h"
+#include "replicate_args.h"
 #include "rl/ascii.h"
 #include "rl/key_state.h"
 #include "state_type.h"
@@ -189,7 +190,7 @@ int ApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       (static_cast<int64_t>(s.size()) != p.states || (!s.empty() && s.ExpiryMs() != p.expiry_ms))) {
     Mismatch(ctx, a[1], p, s);
   }
-  key.CommitReplayed(p.now_ms, RedisModule_GetContextFlags(ctx));
+  key.CommitReplayed(p.now_ms, RedisModule_GetContextFlags(ctx), p.effect);
   if (!run.ok() && !changed) {
     return RedisModule_ReplyWithError(ctx, ("ERR " + std::string(run.message())).c_str());
   }
@@ -199,25 +200,21 @@ int ApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 void ReplicateEffect(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms, const Effect& e,
                      size_t states, int64_t expiry_ms) {
   const OpSpec& spec = SpecOf(e.op);
-  const long long now = now_ms, n = static_cast<long long>(states), end = expiry_ms;
+  ReplicateArgs args(ctx);
+  args.Key(name);
+  args.Number(now_ms);
+  args.Text(spec.name);
   if (e.op == Op::kRelease) {
-    RedisModule_Replicate(ctx, "RL.APPLY", "slcbll", name, now, spec.name, e.lease_id.data(),
-                          e.lease_id.size(), n, end);
-    return;
-  }
-  const std::string_view limits = LimitsText(e.limits);
-  const long long cost = e.cost;
-  if (e.op == Op::kReset) {
-    RedisModule_Replicate(ctx, "RL.APPLY", "slcbbll", name, now, spec.name, e.scope.data(),
-                          e.scope.size(), limits.data(), limits.size(), n, end);
-  } else if (e.op == Op::kAcquire) {
-    RedisModule_Replicate(ctx, "RL.APPLY", "slcbblbll", name, now, spec.name, e.scope.data(),
-                          e.scope.size(), limits.data(), limits.size(), cost, e.lease_id.data(),
-                          e.lease_id.size(), n, end);
+    args.Once(e.lease_id);
   } else {
-    RedisModule_Replicate(ctx, "RL.APPLY", "slcbblll", name, now, spec.name, e.scope.data(),
-                          e.scope.size(), limits.data(), limits.size(), cost, n, end);
+    args.Text(e.scope);
+    args.Text(LimitsText(e.limits));
+    if (e.op != Op::kReset) args.Number(e.cost);
+    if (e.op == Op::kAcquire) args.Once(e.lease_id);
   }
+  args.Number(static_cast<int64_t>(states));
+  args.Number(expiry_ms);
+  args.Replicate("RL.APPLY");
 }
 
 bool RegisterApply(RedisModuleCtx* ctx) {

@@ -7,8 +7,10 @@
 #include <string_view>
 #include <utility>
 
+#include "compact_value.h"
 #include "glue.h"
 #include "policies.h"
+#include "rl/key_state_single.h"
 
 namespace rl::module {
 namespace {
@@ -26,23 +28,41 @@ RedisModuleType* g_type = nullptr;
 std::atomic<uint64_t> g_rejected_loads{0};
 
 // A key's value is its state's block (KeyState::ReleaseBlock), allocated by the state in Redis's
-// allocator (rl::SetStateAllocator in OnLoad), so INFO memory and maxmemory count it. An empty
-// state has no block; as a value (only a loaded or restored empty encoding makes one: commands
-// delete a key whose states are gone) it is this marker, since rdb_load's null means failure.
-char g_empty_marker;
+// allocator (rl::SetStateAllocator in OnLoad), so INFO memory and maxmemory count it, or, for a
+// state of one token bucket, one of compact_value.h's small forms (the state in the pointer
+// itself, or in an 8-byte box). An empty state has no block; as a value (only a loaded or restored
+// empty encoding makes one: commands delete a key whose states are gone) it is this marker, since
+// rdb_load's null means failure. Aligned, so that its low bits (the small forms' tags) are clear.
+alignas(8) char g_empty_marker;
+
+void* BlockOf(const void* value) {
+  return value == &g_empty_marker || IsPacked(value) ? nullptr : const_cast<void*>(value);
+}
 
 void* ToValue(KeyState&& state) {
+  SingleState single;
+  if (GetSingleState(state, &single)) {
+    if (void* packed = Pack(single)) {
+      KeyState gone = std::move(state);  // frees the block
+      return packed;
+    }
+  }
   void* block = state.ReleaseBlock();
   return block != nullptr ? block : &g_empty_marker;
 }
-void* BlockOf(const void* value) {
-  return value == &g_empty_marker ? nullptr : const_cast<void*>(value);
-}
 
-// A stored value seen as a KeyState for the duration of a call: never freed here.
+// A stored value seen as a KeyState for the duration of a call: never freed here (a packed
+// value is unpacked into a block of this object's own).
 class Borrowed {
  public:
-  explicit Borrowed(const void* value) : state_(KeyState::AdoptBlock(BlockOf(value))) {}
+  explicit Borrowed(const void* value) {
+    if (IsPacked(value)) {
+      WriteSingleBlock(unpacked_, Unpack(value));
+      state_ = KeyState::AdoptBlock(unpacked_);
+    } else {
+      state_ = KeyState::AdoptBlock(BlockOf(value));
+    }
+  }
   ~Borrowed() { state_.ReleaseBlock(); }
   Borrowed(const Borrowed&) = delete;
   Borrowed& operator=(const Borrowed&) = delete;
@@ -50,10 +70,12 @@ class Borrowed {
   const KeyState* operator->() const { return &state_; }
 
  private:
+  alignas(16) char unpacked_[kSingleBlockBytes];
   KeyState state_;
 };
 
 void FreeState(void* value) {
+  FreeBox(value);
   KeyState owned = KeyState::AdoptBlock(BlockOf(value));  // frees the block and its logs
 }
 
@@ -117,8 +139,10 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
 }
 
 // The block and the logs: all the memory the value holds (the key's value pointer itself lives
-// in Redis's moduleValue).
-size_t MemUsage(const void* value) { return Borrowed(value)->MemoryBytes(); }
+// in Redis's moduleValue, and a packed state is that pointer: nothing more).
+size_t MemUsage(const void* value) {
+  return IsPacked(value) ? PackedBytes(value) : Borrowed(value)->MemoryBytes();
+}
 
 void Digest(RedisModuleDigest* digest, void* value) {
   const std::string bytes = Encoded(value);
@@ -237,6 +261,7 @@ bool RegisterStateType(RedisModuleCtx* ctx) {
   methods.aux_save_triggers = REDISMODULE_AUX_BEFORE_RDB;
   methods.free_effort = FreeEffort;
   methods.copy = Copy;
+  InitPacking(Clock().NowMs());
   g_type = RedisModule_CreateDataType(ctx, kTypeName, kEncodingVersion, &methods);
   return g_type != nullptr;
 }
@@ -246,7 +271,7 @@ uint64_t WallClockSteps() { return g_wall.steps; }
 int64_t WallClockStepMs() { return g_wall.step_ms; }
 
 StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
-    : ctx_(ctx), name_(name) {
+    : ctx_(ctx), name_(name), writable_((mode & REDISMODULE_WRITE) != 0) {
   key_ = static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, mode));
   const int type = RedisModule_KeyType(key_);
   if (type == REDISMODULE_KEYTYPE_EMPTY) return;
@@ -256,23 +281,41 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
   }
   stored_ = true;
   value_ = RedisModule_ModuleTypeGetValue(key_);
-  state_ = KeyState::AdoptBlock(BlockOf(value_));
+  // A packed state runs in a block of this StateKey's own, packed again by Sync.
+  state_ = KeyState::AdoptBlock(IsPacked(value_) ? UnpackToBlock(value_) : BlockOf(value_));
 }
 
 StateKey::~StateKey() {
   if (stored_) {
     // A change without Commit (an error after Check pruned) may still have moved the block.
-    Sync();
-    state_.ReleaseBlock();  // the key owns it
+    Sync({}, {});
+    if (!IsPacked(value_)) {
+      state_.ReleaseBlock();  // the key owns it
+    } else if (KeepsBlock(state_.block())) {
+      state_.ReleaseBlock();  // the unpacked copy, kept for the next command
+    }
   }
   if (key_ != nullptr) RedisModule_CloseKey(key_);
 }
 
-void StateKey::Sync() {
-  if (state_.block() == BlockOf(value_)) return;
-  void* value = state_.block() != nullptr ? const_cast<void*>(state_.block()) : &g_empty_marker;
-  // The old block is already gone (moved or freed by the state): only the pointer changes.
+void* StateKey::ValueFor(std::string_view scope, absl::Span<const Limit> limits) const {
+  SingleState single;
+  if (GetSingleState(state_, &single)) {
+    if (void* packed = Pack(single, scope, limits, value_)) return packed;
+  }
+  const void* block = state_.block();
+  return block != nullptr ? const_cast<void*>(block) : &g_empty_marker;
+}
+
+void StateKey::Sync(std::string_view scope, absl::Span<const Limit> limits) {
+  // A key opened for reading is never changed (nor repacked: Redis would refuse the new value).
+  if (!writable_) return;
+  void* value = ValueFor(scope, limits);
+  if (value == value_) return;
+  // A block needs no freeing (the state kept, moved or freed it), an inline word holds nothing,
+  // a box is freed unless the new value reuses it.
   RedisModule_ModuleTypeReplaceValue(key_, g_type, value, nullptr);
+  if (!SameBox(value, value_)) FreeBox(value_);
   value_ = value;
 }
 
@@ -292,22 +335,25 @@ void StateKey::Propagate(bool replicate, Replicate&& effect) {
 
 bool StateKey::Drop() {
   if (!stored_) return false;
-  Sync();
-  RedisModule_DeleteKey(key_);  // frees the value (the current block)
-  state_.ReleaseBlock();
+  Sync({}, {});
+  RedisModule_DeleteKey(key_);  // frees the value (the current block; a packed word holds none)
+  if (!IsPacked(value_)) state_.ReleaseBlock();  // freed with the key; else the state frees it
   stored_ = false;
   RedisModule_SignalModifiedKey(ctx_, name_);
   return true;
 }
 
-bool StateKey::Store(int64_t ttl_ms) {
+bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits) {
   if (!stored_) {
-    void* value = const_cast<void*>(state_.block());
-    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) return false;
+    void* value = ValueFor(scope, limits);
+    if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) {
+      FreeBox(value);  // the state (this StateKey's) still holds its block
+      return false;
+    }
     stored_ = true;
     value_ = value;
   } else {
-    Sync();
+    Sync(scope, limits);
   }
   // Relative to this node's clock: the key expires when its states are fresh, whatever the
   // offset between the anchored clock and the server's wall clock.
@@ -323,7 +369,7 @@ void StateKey::Commit(int64_t now_ms, bool replicate, const Effect& effect) {
     if (Drop()) Propagate(replicate, [&] { RedisModule_Replicate(ctx_, "DEL", "s", name_); });
     return;
   }
-  if (!Store(TtlMs(expiry_ms, now_ms))) return;
+  if (!Store(TtlMs(expiry_ms, now_ms), effect.scope, effect.limits)) return;
   Propagate(replicate, [&] {
     if (effect.whole) {
       ReplicateState(ctx_, name_, state_);
@@ -333,7 +379,7 @@ void StateKey::Commit(int64_t now_ms, bool replicate, const Effect& effect) {
   });
 }
 
-void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags) {
+void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags, const Effect& effect) {
   const int64_t now_ms = Clock().NowMs();
   const int64_t expiry_ms = state_.ExpiryMs();
   if (expiry_ms <= op_now_ms || (!FromUpstream(ctx_flags) && expiry_ms <= now_ms)) {
@@ -344,7 +390,9 @@ void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags) {
     }
     return;
   }
-  if (Store(ReplayTtlMs(expiry_ms, now_ms))) RedisModule_ReplicateVerbatim(ctx_);
+  if (Store(ReplayTtlMs(expiry_ms, now_ms), effect.scope, effect.limits)) {
+    RedisModule_ReplicateVerbatim(ctx_);
+  }
 }
 
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "apply.h"
@@ -55,16 +56,19 @@ class StateKey {
   // must find them (the primary's DEL follows when it ends; an AOF's keys past their end expire
   // once loaded); from a client, the key also goes when it has ended by this node's clock. The
   // change replicates as sent, or as DEL when the key goes.
-  void CommitReplayed(int64_t op_now_ms, int ctx_flags);
+  void CommitReplayed(int64_t op_now_ms, int ctx_flags, const Effect& effect);
 
  private:
-  // Points the key's value at the state's block if a change moved it.
-  void Sync();
+  // The value for the state as it is now: its packed word when it has one (compact_value.h; the
+  // call's `limits` under `scope` give the numbers), else its block or the empty marker.
+  void* ValueFor(std::string_view scope, absl::Span<const Limit> limits) const;
+  // Points the key's value at ValueFor if a change moved the block or the packed word.
+  void Sync(std::string_view scope, absl::Span<const Limit> limits);
   // Deletes the key when stored; true when it was.
   bool Drop();
-  // Stores the state (a new key or a moved block) with a TTL of `ttl_ms`; false when Redis
-  // refused the value.
-  bool Store(int64_t ttl_ms);
+  // Stores the state (a new key, a moved block, a new packed word) with a TTL of `ttl_ms`; false
+  // when Redis refused the value.
+  bool Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits);
   // Runs `effect` (which replicates the change) when `replicate`; otherwise only counts the
   // change as a write.
   template <class Replicate>
@@ -74,9 +78,12 @@ class StateKey {
   RedisModuleString* name_;
   RedisModuleKey* key_ = nullptr;
   absl::Status status_;
+  bool writable_;
   bool stored_ = false;          // the key holds our type; its value is `value_`
-  const void* value_ = nullptr;  // the block the key's value points at
-  KeyState state_;               // adopts the stored block (never frees it), or a fresh state
+  const void* value_ = nullptr;  // the key's value: a block, a packed word or the empty marker
+  // Adopts the stored block (never frees it), or a fresh state, or (a packed value) a block of
+  // its own holding the unpacked state.
+  KeyState state_;
 };
 
 // RL.SETSTATE key encoded-state [writer-ms]: a whole state, as AOF rewrites without an RDB

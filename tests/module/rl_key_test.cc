@@ -195,6 +195,106 @@ TEST_F(RlKeyTest, MemoryUsageReportsTheValue) {
   std::printf("MEMORY USAGE of a key with one token bucket: %lld bytes\n", one);
 }
 
+// A key holding one token bucket costs Redis's own per-key memory and no more: its state is packed
+// into the key's value pointer (module/compact_value.h) instead of a 48-byte block. Measured as
+// Redis counts it (INFO used_memory growth over many keys, each case in a database of its own so
+// both grow equal hash tables), against a plain 24-byte string with an expiry under names of the
+// same length: the one-limit key costs about as much (~10 B less; with the block it cost ~38 B
+// more).
+TEST_F(RlKeyTest, AOneLimitKeyCostsAboutAStringWithAnExpiry) {
+  RespClient c(port());
+  constexpr int kKeys = 4000;
+  constexpr int kBatch = 100;  // small pipelines: the query buffer stays small
+  auto grow = [&](int db, const std::vector<std::string>& tail, bool rl) {
+    EXPECT_EQ(c.Call({"SELECT", std::to_string(db)}).str, "OK");
+    const long long before = std::stoll(server().InfoField("memory", "used_memory"));
+    for (int i = 0; i < kKeys; i += kBatch) {
+      std::string wire;
+      for (int j = i; j < i + kBatch; ++j) {
+        char name[48];
+        std::snprintf(name, sizeof(name), "rl:api-default:tenant:scope:%012d", j);
+        std::vector<std::string> cmd = {rl ? "RL.CHECK" : "SET", name};
+        cmd.insert(cmd.end(), tail.begin(), tail.end());
+        wire += RespClient::Encode(cmd);
+      }
+      EXPECT_TRUE(c.SendRaw(wire));
+      for (int j = 0; j < kBatch; ++j) EXPECT_NE(c.Read().type, '-');
+    }
+    EXPECT_EQ(c.Call({"DBSIZE"}).integer, kKeys);
+    const long long after = std::stoll(server().InfoField("memory", "used_memory"));
+    return static_cast<double>(after - before) / kKeys;
+  };
+  const double one = grow(11, {"TOKEN_BUCKET", "100", "1h"}, true);
+  const double string = grow(12, {std::string(24, 'x'), "PX", "3600000"}, false);
+  const double two = grow(13, {"TOKEN_BUCKET", "100", "1h", "GCRA", "10", "1s"}, true);
+  // An empty bucket, an hour from full: too far for the pointer itself, so an 8-byte box.
+  const double drained = grow(14, {"TOKEN_BUCKET", "100", "1h", "COST", "100"}, true);
+  std::printf(
+      "used_memory per key: one token bucket %.1f B (empty: %.1f B), two limits %.1f B, "
+      "a 24-byte string with an expiry %.1f B\n",
+      one, drained, two, string);
+  EXPECT_LE(one, string + 8) << "a one-limit key holds a block again";
+  EXPECT_LE(drained, one + 12) << "an empty bucket holds a block again";
+  EXPECT_GE(two, one + 40) << "two limits keep a block (48 B + the second entry)";
+  // Both small forms go through a later check, a peek, COPY and an RDB reload as the same state.
+  for (const std::string db : {"11", "14"}) {
+    EXPECT_EQ(c.Call({"SELECT", db}).str, "OK");
+    const std::string key = "rl:api-default:tenant:scope:000000000007";
+    const std::vector<int64_t> check =
+        c.Call({"RL.CHECK", key, "TOKEN_BUCKET", "100", "1h"}).Ints();
+    ASSERT_EQ(check.size(), 5u);
+    EXPECT_EQ(check[2], db == "11" ? 98 : 0);
+    EXPECT_EQ(c.Call({"RL.PEEK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], db == "11" ? 97 : 0);
+    EXPECT_EQ(c.Call({"COPY", key, "copied"}).integer, 1);
+    const std::string digest = c.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str;
+    EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", "copied"}).elements.at(0).str, digest);
+    EXPECT_EQ(c.Call({"DEBUG", "RELOAD"}).str, "OK");
+    EXPECT_EQ(c.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str, digest);
+    EXPECT_EQ(c.Call({"RL.PEEK", key, "TOKEN_BUCKET", "100", "1h"}).Ints()[2], db == "11" ? 97 : 0);
+  }
+  EXPECT_EQ(c.Call({"SELECT", "0"}).str, "OK");
+}
+
+// A one-limit key moves between its small forms and its block as its bucket empties and refills
+// (the pointer within ~7 tokens of full here, the box beyond, the block for a debt or a changed
+// limit): at every step it answers as a key that always keeps a block (one with a second state
+// under a policy, checked alike), and its state digests alike once that second state is gone.
+TEST_F(RlKeyTest, SmallFormsAnswerAsTheBlock) {
+  RespClient c(port());
+  ASSERT_EQ(c.Call({"RL.POLICY", "SET", "other", "FIXED_WINDOW", "9", "1d"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.CHECK", "twin", "POLICY", "other"}).Ints().at(0), 1);
+  struct Step {
+    std::vector<std::string> call;  // the command and its limits; the key goes after the first
+  } steps[] = {
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h"}},                  // 1 token out: in the pointer
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h", "COST", "8"}},     // 9 out: boxed
+      {{"RL.REFUND", "TOKEN_BUCKET", "100", "1h", "COST", "6"}},    // 3 out: the pointer again
+      {{"RL.CHARGE", "TOKEN_BUCKET", "100", "1h", "COST", "150"}},  // in debt: the block
+      {{"RL.PEEK", "TOKEN_BUCKET", "100", "1h"}},
+      {{"RL.REFUND", "TOKEN_BUCKET", "100", "1h", "COST", "150"}},
+      {{"RL.CHECK", "TOKEN_BUCKET", "50", "1h", "COST", "2"}},  // other numbers, same state
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h", "BURST", "300", "COST", "250"}},
+      {{"RL.CHECK", "TOKEN_BUCKET", "100", "1h"}},
+  };
+  for (const Step& step : steps) {
+    std::vector<std::string> one = step.call, twin = step.call;
+    one.insert(one.begin() + 1, "solo");
+    twin.insert(twin.begin() + 1, "twin");
+    const std::vector<int64_t> a = c.Call(one).Ints(), b = c.Call(twin).Ints();
+    ASSERT_EQ(a.size(), 5u) << step.call[0];
+    ASSERT_EQ(b.size(), 5u) << step.call[0];
+    // allowed, limit, remaining exactly; the times within the milliseconds between the calls.
+    EXPECT_EQ(std::vector<int64_t>(a.begin(), a.begin() + 3),
+              std::vector<int64_t>(b.begin(), b.begin() + 3))
+        << step.call[0] << " " << step.call.back();
+    EXPECT_NEAR(a[4], b[4], 50) << step.call[0] << " " << step.call.back();
+  }
+  EXPECT_EQ(c.Call({"RL.RESET", "twin", "POLICY", "other"}).integer, 1);
+  EXPECT_EQ(c.Call({"MEMORY", "USAGE", "twin"}).integer,
+            c.Call({"MEMORY", "USAGE", "solo"}).integer)
+      << "both back in a small form";
+}
+
 // One key holds at most rl::KeyState::kMaxStates (1024) states, all scopes together; a check
 // that would add more is refused and changes nothing. (rl-server has no such per-key bound.)
 TEST_F(RlKeyTest, AtMost1024StatesPerKey) {
