@@ -221,14 +221,16 @@ class Limiter::Impl::Store {
   }
   // Writes the new state of a found one in its slot.
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Update(const Q& q, const LimitResult& r) {
+    if (ABSL_PREDICT_TRUE(q.kind == internal::StateShape::kTwoWord)) {  // the common shape first
+      const auto* slot = static_cast<const internal::Slot2*>(q.at.slot);
+      slot->set_rel_time(impl_.expiry_.ToRel(q.two.time));
+      slot->word = q.two.word;
+      slot->expiry = ExpiryOf(q, r);
+      return;
+    }
     switch (q.kind) {
-      case internal::StateShape::kTwoWord: {
-        const auto* slot = static_cast<const internal::Slot2*>(q.at.slot);
-        slot->set_rel_time(impl_.expiry_.ToRel(q.two.time));
-        slot->word = q.two.word;
-        slot->expiry = ExpiryOf(q, r);
+      case internal::StateShape::kTwoWord:
         break;
-      }
       case internal::StateShape::kThreeWord: {
         const auto* slot = static_cast<const internal::Slot3*>(q.at.slot);
         slot->set_rel_time(impl_.expiry_.ToRel(q.three.time));
