@@ -113,8 +113,10 @@ Step<TwoWordState> TokenBucketGeneral(const TwoWordState* state, const Limit& li
 // exactly `limit` units, and it takes two divisions instead of a dozen 128-bit operations.
 // Inline: every token-bucket check runs it, and out of line the call and the returned Step
 // showed in its cost.
-inline Step<TwoWordState> TokenBucketExact(const TwoWordState* state, int64_t cap, int64_t l,
-                                           int64_t w, int64_t now_ms, int64_t cost) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline Step<TwoWordState> TokenBucketExact(const TwoWordState* state,
+                                                                        int64_t cap, int64_t l,
+                                                                        int64_t w, int64_t now_ms,
+                                                                        int64_t cost) {
   const int64_t full = cap * w;
   Step<TwoWordState> step;
   int64_t units = full;

@@ -1,6 +1,6 @@
-// The per-limit steps of a Limiter check over its sharded store (limiter.cc): the work kept for
-// each limit between evaluation and write-back, evaluating a limit on the state its table holds,
-// and inserting a new state. Inline: they run on every check.
+// The Limiter's sharded tables as a store of the one pipeline (pipeline.h): where a limit's state
+// lives (its state key and shard), locking the shards of a call, finding, making room for and
+// writing back states in their tables. Inline: they run on every check.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,10 @@
 #include "absl/base/attributes.h"
 #include "leases.h"
 #include "limiter_impl.h"
+#include "pipeline.h"
 #include "registry.h"
 #include "rl/decision.h"
+#include "rl/key_state.h"
 #include "rl/limit.h"
 #include "sliding_log.h"
 #include "store.h"
@@ -52,134 +54,314 @@ class KeyHasher {
   uint64_t base_;
 };
 
-// The per-limit work of one check between evaluation and write-back.
-struct Pending {
+// Where a limit's state lives in the sharded store: its state key, its shard and, once found, its
+// slot (a Slot2, Slot3, SlotLog or SlotLease by the limit's shape).
+struct Where {
   uint64_t key;
   uint32_t shard;
-  StateShape kind;
-  const Slot2* two_slot;  // found state, by table
-  const Slot3* three_slot;
-  const SlotLog* log_slot;
-  const SlotLease* lease_slot;  // set only by peeks and acquires (the only runs that see leases)
-  TwoWordState two;
-  ThreeWordState three;
-  int64_t expiry_ms;
-  LogBuf* new_log;       // a log created by this check, to insert
-  LeaseBuf* new_leases;  // a lease set created by this acquire, to insert
+  const void* slot;
 };
-// Room for the most limits a check may name, constructed only as far as used: zeroing all eight
-// on every check showed up in profiles.
-union PendingArray {
-  PendingArray() {}
-  Pending items[kMaxLimitsPerCheck];
-};
-static_assert(std::is_trivially_destructible_v<Pending>);
-
-// The per-table steps of a check, each on one limit's Pending. Evaluate*: find the limit's state
-// in its table and evaluate the limit on it (changing nothing). Inline: they run on every check.
-
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateTwo(Pending& q, const Shard& sh,
-                                                            const ExpiryCodec& expiry,
-                                                            const Limit& limit, int64_t now,
-                                                            int64_t cost)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
-  auto it = sh.two.find(q.key);
-  TwoWordState old;
-  if (it != sh.two.end()) {
-    q.two_slot = &*it;
-    old = TwoWordState{expiry.FromRel(it->rel_time()), it->word};
-  }
-  const Step<TwoWordState> step =
-      TwoWordStep(q.two_slot != nullptr ? &old : nullptr, limit, now, cost);
-  q.two = step.state;
-  q.expiry_ms = step.expiry_ms;
-  return step.result;
-}
-
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateThree(Pending& q, const Shard& sh,
-                                                              const ExpiryCodec& expiry,
-                                                              const Limit& limit, int64_t now,
-                                                              int64_t cost)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
-  auto it = sh.three.find(q.key);
-  ThreeWordState old;
-  if (it != sh.three.end()) {
-    q.three_slot = &*it;
-    old = ThreeWordState{expiry.FromRel(it->rel_time()), it->previous(), it->current()};
-  }
-  const Step<ThreeWordState> step =
-      ThreeWordStep(q.three_slot != nullptr ? &old : nullptr, limit, now, cost);
-  q.three = step.state;
-  q.expiry_ms = step.expiry_ms;
-  return step.result;
-}
-
-inline LimitResult EvaluateLog(Pending& q, const Shard& sh, const Limit& limit, int64_t now,
-                               int64_t cost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
-  auto it = sh.logs.find(q.key);
-  LogBuf* log = nullptr;
-  if (it != sh.logs.end()) {
-    q.log_slot = &*it;
-    log = it->log;
-    LogPrune(log, limit.window_ms, now);  // dropping expired runs changes nothing
-  }
-  return LogEvaluate(log, limit, now, cost, &q.expiry_ms);
-}
-
-inline LimitResult EvaluateLeases(Pending& q, const Shard& sh, const Limit& limit, int64_t now)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
-  auto it = sh.leases.find(q.key);
-  const LeaseBuf* leases = nullptr;
-  if (it != sh.leases.end()) {
-    q.lease_slot = &*it;
-    leases = it->leases;
-  }
-  return LeaseEvaluate(leases, limit, now, &q.expiry_ms);
-}
-
-// Inserts the new state of a limit that found none (room was made for it).
-inline void InsertNew(Pending& q, Shard& sh, const ExpiryCodec& expiry, uint32_t word)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
-  switch (q.kind) {
-    case StateShape::kTwoWord: {
-      Slot2 slot{q.key, word, 0, 0, q.two.word};
-      slot.set_rel_time(expiry.ToRel(q.two.time));
-      sh.two.insert(slot);
-      break;
-    }
-    case StateShape::kThreeWord: {
-      sh.three.insert(
-          Slot3(q.key, word, expiry.ToRel(q.three.time), q.three.previous, q.three.current));
-      break;
-    }
-    case StateShape::kLog:
-      sh.logs.insert(SlotLog{q.key, word, q.new_log});
-      break;
-    case StateShape::kLeases:
-      sh.leases.insert(SlotLease{q.key, expiry.Encode(q.expiry_ms, kLevelProtected), q.new_leases});
-      break;
-  }
-}
 
 }  // namespace rl::internal::sharded
 
 namespace rl {
 
-// What the phases of one check read: its arguments and `now`. Passed by value to phases that are
-// always inlined, so it stays in registers across the calls in between.
-struct Limiter::Impl::CheckArgs {
-  absl::Span<const Limit> limits;
-  size_t n;
-  int64_t cost;
-  int64_t now;
-  LimitResult* results;
-  internal::sharded::Pending* p;
-};
-// The shards one check locked and its state keys (which making room must not evict).
-struct Limiter::Impl::CheckFrame {
-  uint32_t locked[kMaxLimitsPerCheck];
-  uint64_t keys[kMaxLimitsPerCheck];
-  size_t lock_count;
+// One call's view of the sharded store: the shards it locks and its state keys (which making
+// room must not evict), and the new states that found no room (fail-open: allowed, not counted).
+// The shards are locked by LockShards, which the thread-safety analysis cannot follow: each
+// access asserts its shard's lock.
+class Limiter::Impl::Store {
+ public:
+  using Where = internal::sharded::Where;
+  using Q = internal::Pending<Where>;
+  using Op = internal::RunOp;
+
+  // The shards a call locks and its state keys (which making room must not evict). Apart from
+  // the store, which then stays in registers: only these leave them (to MakeRoom).
+  struct Frame {
+    uint32_t locked[kMaxLimitsPerCheck];
+    uint64_t keys[kMaxLimitsPerCheck];
+  };
+
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Store(Impl& impl, Frame& frame, std::string_view scope,
+                                     std::string_view key)
+      : impl_(impl), hasher_(scope, key, impl.seed_), scope_(scope), key_(key), f_(frame) {}
+
+  template <Op kOp>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Locate(size_t i, Q& q, const Limit& limit) {
+    const uint64_t k = kOp != Op::kCheck && limit.algorithm == Algorithm::kConcurrency
+                           ? impl_.LeaseKeyFor(ScopeId(scope_), key_).key
+                           : hasher_.For(limit);
+    q.at.key = f_.keys[i] = k;
+    q.at.shard = f_.locked[i] = impl_.ShardOf(k);
+  }
+  // The lease set of a release, whose scope is known by its id only.
+  void LocateLeases(Q& q, uint64_t scope_id) {
+    const StateKey k = impl_.LeaseKeyFor(scope_id, key_);
+    q.at.key = f_.keys[0] = k.key;
+    q.at.shard = f_.locked[0] = k.shard;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Lock(size_t n) {
+    n_ = n;
+    lock_count_ = impl_.LockShards(f_.locked, n);
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE int64_t Now() { return impl_.clock_->NowMs(); }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Unlock() { impl_.UnlockShards(f_.locked, lock_count_); }
+  uint32_t unstored() const { return unstored_; }
+
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool FindTwo(Q& q, internal::TwoWordState* old) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();  // by LockShards
+    auto it = sh.two.find(q.at.key);
+    if (it == sh.two.end()) return false;
+    q.at.slot = &*it;
+    *old = internal::TwoWordState{impl_.expiry_.FromRel(it->rel_time()), it->word};
+    return true;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool FindThree(Q& q, internal::ThreeWordState* old) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    auto it = sh.three.find(q.at.key);
+    if (it == sh.three.end()) return false;
+    q.at.slot = &*it;
+    *old = internal::ThreeWordState{impl_.expiry_.FromRel(it->rel_time()), it->previous(),
+                                    it->current()};
+    return true;
+  }
+  // Dropping a log's expired runs changes nothing a check can see, so even a peek prunes here.
+  template <bool kReadOnly>
+  internal::LogBuf* FindLog(Q& q, const Limit& limit, int64_t now) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    auto it = sh.logs.find(q.at.key);
+    q.found = it != sh.logs.end();
+    if (!q.found) return nullptr;
+    q.at.slot = &*it;
+    internal::LogPrune(it->log, limit.window_ms, now);
+    return it->log;
+  }
+  internal::LeaseBuf* FindLeases(Q& q) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    auto it = sh.leases.find(q.at.key);
+    q.found = it != sh.leases.end();
+    if (!q.found) return nullptr;
+    q.at.slot = &*it;
+    return it->leases;
+  }
+
+  // The penalty blocks beside the states (SlotBlock, same key).
+  class BlockView {
+   public:
+    explicit BlockView(Impl& impl) : impl_(impl) {}
+    int64_t BlockedUntil(const Q& q, int64_t now) {
+      internal::Shard& sh = impl_.shards_[q.at.shard];
+      sh.mu.AssertHeld();
+      return sh.BlockedUntil(q.at.key, now);
+    }
+    void StartBlock(const Q& q, int64_t until) {
+      internal::Shard& sh = impl_.shards_[q.at.shard];
+      sh.mu.AssertHeld();
+      auto [it, inserted] = sh.blocks.insert(internal::SlotBlock{q.at.key, until});
+      if (!inserted) it->until = until;
+    }
+
+   private:
+    Impl& impl_;
+  };
+  BlockView Blocks() { return BlockView(impl_); }
+
+  // Room for the new states of an allowed call: at a bound with nothing safe to evict they are
+  // not stored, and the overflow mode decides the call (see LimiterOptions::overflow).
+  template <Op kOp, size_t kN>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE internal::Room ReserveRoom(Q* p, int64_t now, int64_t cost,
+                                                          Decision& out) {
+    const size_t n = kN != 0 ? kN : n_;
+    uint32_t placed = 0;
+    RL_UNROLL_LIMITS
+    for (size_t i = 0; i < n; ++i) {
+      const Q& q = p[i];
+      if (q.found || !internal::WritesState(kOp, cost, q.kind)) continue;
+      size_t adding = 1;  // with the new states of this call already placed in its shard
+      for (size_t j = 0; j < i; ++j) adding += ((placed >> j) & 1) && p[j].at.shard == q.at.shard;
+      internal::Shard& sh = impl_.shards_[q.at.shard];
+      sh.mu.AssertHeld();
+      if (impl_.MakeRoom(sh, now, adding, f_.keys, n)) {
+        placed |= 1u << i;
+      } else {
+        unstored_ |= 1u << i;
+      }
+    }
+    if (ABSL_PREDICT_TRUE(unstored_ == 0)) return internal::Room::kWrite;
+    internal::Shard& first = impl_.shards_[p[__builtin_ctz(unstored_)].at.shard];
+    first.mu.AssertHeld();
+    ++first.overflows;
+    if (impl_.overflow_ != FailureMode::kFailClosed) return internal::Room::kWrite;
+    for (size_t i = 0; i < n; ++i) {
+      if (((unstored_ >> i) & 1) == 0) continue;
+      internal::Shard& sh = impl_.shards_[p[i].at.shard];
+      sh.mu.AssertHeld();
+      out.limits[i] = impl_.Refused(sh, now, out.limits[i]);
+    }
+    internal::MakeDecision(n, out);
+    return internal::Room::kRefresh;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool Placed(size_t i) const { return ((unstored_ >> i) & 1) == 0; }
+  void Grew(const Q& q, size_t bytes) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    (q.kind == internal::StateShape::kLog ? sh.log_bytes : sh.lease_bytes) += bytes;
+  }
+  // A state's coarse expiry with its usage level (lease sets are always protected).
+  ABSL_ATTRIBUTE_ALWAYS_INLINE uint32_t ExpiryOf(const Q& q, const LimitResult& r) const {
+    return impl_.expiry_.Encode(q.expiry_ms, internal::UsageLevel(r));
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE uint32_t LeaseExpiryOf(const Q& q) const {
+    return impl_.expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
+  }
+  // Writes the new state of a found one in its slot.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Update(const Q& q, const LimitResult& r) {
+    if (ABSL_PREDICT_TRUE(q.kind == internal::StateShape::kTwoWord)) {  // the common shape first
+      const auto* slot = static_cast<const internal::Slot2*>(q.at.slot);
+      slot->set_rel_time(impl_.expiry_.ToRel(q.two.time));
+      slot->word = q.two.word;
+      slot->expiry = ExpiryOf(q, r);
+      return;
+    }
+    switch (q.kind) {
+      case internal::StateShape::kTwoWord:
+        break;
+      case internal::StateShape::kThreeWord: {
+        const auto* slot = static_cast<const internal::Slot3*>(q.at.slot);
+        slot->set_rel_time(impl_.expiry_.ToRel(q.three.time));
+        slot->set_counts(q.three.previous, q.three.current);
+        slot->expiry = ExpiryOf(q, r);
+        break;
+      }
+      case internal::StateShape::kLog: {
+        const auto* slot = static_cast<const internal::SlotLog*>(q.at.slot);
+        slot->log = q.log;
+        slot->expiry = ExpiryOf(q, r);
+        break;
+      }
+      case internal::StateShape::kLeases: {
+        const auto* slot = static_cast<const internal::SlotLease*>(q.at.slot);
+        slot->leases = q.leases;
+        slot->expiry = LeaseExpiryOf(q);
+        break;
+      }
+    }
+  }
+  // Inserts the new state of a limit that found none (room was made for it).
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Insert(const Q& q, const LimitResult& r) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    const internal::ExpiryCodec& codec = impl_.expiry_;
+    switch (q.kind) {
+      case internal::StateShape::kTwoWord: {
+        internal::Slot2 slot{q.at.key, ExpiryOf(q, r), 0, 0, q.two.word};
+        slot.set_rel_time(codec.ToRel(q.two.time));
+        sh.two.insert(slot);
+        break;
+      }
+      case internal::StateShape::kThreeWord:
+        sh.three.insert(internal::Slot3(q.at.key, ExpiryOf(q, r), codec.ToRel(q.three.time),
+                                        q.three.previous, q.three.current));
+        break;
+      case internal::StateShape::kLog:
+        sh.logs.insert(internal::SlotLog{q.at.key, ExpiryOf(q, r), q.log});
+        break;
+      case internal::StateShape::kLeases:
+        sh.leases.insert(internal::SlotLease{q.at.key, LeaseExpiryOf(q), q.leases});
+        break;
+    }
+  }
+  // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
+  // is safe to evict. (New states found room before.)
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Wrote(const Q*, size_t n, int64_t now, bool logs_grew) {
+    if (ABSL_PREDICT_TRUE(!logs_grew) || impl_.max_memory_bytes_ == 0) return;
+    for (size_t i = 0; i < lock_count_; ++i) {
+      internal::Shard& sh = impl_.shards_[f_.locked[i]];
+      sh.mu.AssertHeld();
+      impl_.MakeRoom(sh, now, 0, f_.keys, n);
+    }
+  }
+  // A state found fresh-equivalent is dropped here (lazy expiry); the rest only gets its expiry
+  // refreshed.
+  template <Op kOp>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Refresh(const Q& q, const LimitResult& r, int64_t now) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    if (q.expiry_ms <= now) {
+      if (sh.Erase(q.kind, q.at.key)) ++sh.expired;
+      return;
+    }
+    switch (q.kind) {
+      case internal::StateShape::kTwoWord:
+        static_cast<const internal::Slot2*>(q.at.slot)->expiry = ExpiryOf(q, r);
+        break;
+      case internal::StateShape::kThreeWord:
+        static_cast<const internal::Slot3*>(q.at.slot)->expiry = ExpiryOf(q, r);
+        break;
+      case internal::StateShape::kLog:
+        static_cast<const internal::SlotLog*>(q.at.slot)->expiry = ExpiryOf(q, r);
+        break;
+      case internal::StateShape::kLeases:
+        if constexpr (kOp != Op::kCheck) {
+          static_cast<const internal::SlotLease*>(q.at.slot)->expiry = LeaseExpiryOf(q);
+        }
+        break;
+    }
+  }
+
+  bool BeginAdjust(const Q*, absl::Span<const Limit>, int64_t, internal::AdjustOp, int64_t) {
+    return true;
+  }
+  // A refunded or charged state: dropped when it is equivalent to fresh, else written; a new one
+  // that finds no room is not stored (fail-open for a charge: counted as an overflow).
+  void Adjusted(Q& q, const LimitResult& r, bool changed, int64_t now) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    const bool log = q.kind == internal::StateShape::kLog;
+    if (q.found && log) static_cast<const internal::SlotLog*>(q.at.slot)->log = q.log;
+    if (q.expiry_ms > now && q.found) {
+      Update(q, r);
+    } else if (q.expiry_ms <= now && q.found) {
+      sh.Erase(q.kind, q.at.key);
+    } else if (q.expiry_ms > now && changed && impl_.MakeRoom(sh, now, 1, f_.keys, n_)) {
+      Insert(q, r);
+    } else {
+      if (q.expiry_ms > now && changed) {
+        if (unstored_ == 0) ++sh.overflows;
+        unstored_ |= 1;
+      }
+      if (log) {
+        sh.log_bytes -= internal::LogBytes(q.log);
+        internal::LogFree(q.log);
+      }
+    }
+  }
+  void Released(const Q& q, bool, int64_t now) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    const auto* slot = static_cast<const internal::SlotLease*>(q.at.slot);
+    if (internal::LeaseCount(q.leases) == 0) {
+      sh.Erase(internal::StateShape::kLeases, q.at.key);
+    } else {
+      slot->expiry =
+          impl_.expiry_.Encode(internal::LeaseExpiry(q.leases, now), internal::kLevelProtected);
+    }
+  }
+
+ private:
+  Impl& impl_;
+  const internal::sharded::KeyHasher hasher_;
+  std::string_view scope_;
+  std::string_view key_;
+  size_t n_ = 0;
+  size_t lock_count_ = 0;
+  uint32_t unstored_ = 0;  // bit i: the new state of limit i found no room
+  Frame& f_;
 };
 
 }  // namespace rl

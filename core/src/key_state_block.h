@@ -1,5 +1,6 @@
-// rl::KeyState's heap block, shared by its check (key_state.cc), its other operations
-// (key_state_ops.cc) and its encoding (key_state_codec.cc): the layout, and the edits of it.
+// rl::KeyState's heap block, shared by its store of the pipeline (key_state_store.h), its other
+// operations (key_state.cc, key_state_ops.cc) and its encoding (key_state_codec.cc): the layout,
+// and the edits of it.
 //
 // Block layout (host byte order, accessed through memcpy so nothing needs alignment):
 //   header {u16 count, u16 reserved, u32 bytes (the whole block)}
@@ -113,20 +114,10 @@ struct Block {
   }
 };
 
-// One limit's evaluation, kept until all limits of the call have answered.
-struct Pending {
-  size_t off;  // 0 = no stored state
-  StateShape kind;
-  TwoWordState two;      // for kTwoWord
-  ThreeWordState three;  // for kThreeWord
-  LogBuf* log;           // the stored log (pruned), for kLog
-  LeaseBuf* leases;      // the stored lease set, for kLeases
-  int64_t expiry_ms;
-  bool pruned;  // runs left the stored log's window and were dropped from it (a change)
-};
-
-// Writes a pending state into the entry at `off` (which has the right size).
-inline void WriteState(Block& b, size_t off, const Pending& q) {
+// Writes a pending state (internal::Pending, pipeline.h) into the entry at `off` (which has the
+// right size).
+template <class Q>
+void WriteState(Block& b, size_t off, const Q& q) {
   b.set_expiry(off, q.expiry_ms);
   switch (q.kind) {
     case StateShape::kTwoWord:

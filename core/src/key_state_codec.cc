@@ -23,6 +23,7 @@
 #include "rl/key_state.h"
 #include "sliding_log.h"
 #include "state_alloc.h"
+#include "state_codec.h"
 
 namespace rl {
 
@@ -67,8 +68,8 @@ void KeyState::Encode(std::string* out) const {
   }
   w.PutUint(version, 1);
   w.PutUint(b.count(), 2);
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  std::vector<std::pair<uint64_t, int64_t>> leases;
+  internal::LogRunList runs;
+  internal::LeaseList leases;
   for (size_t off = kHeaderBytes; off < b.bytes(); off += b.size_at(off)) {
     const uint64_t id = b.id(off);
     const Algorithm algorithm = IdAlgorithm(id);
@@ -79,21 +80,9 @@ void KeyState::Encode(std::string* out) const {
     if (IdIsBlock(id)) continue;
     const StateShape kind = internal::ShapeOf(algorithm);
     if (kind == StateShape::kLog) {
-      runs.clear();
-      internal::LogRuns(b.log(off), &runs);
-      w.PutUint(runs.size(), 4);
-      for (const auto& [t, count] : runs) {
-        w.PutUint(static_cast<uint64_t>(t), 8);
-        w.PutUint(static_cast<uint64_t>(count), 8);
-      }
+      internal::PutLog(w, b.log(off), 0, &runs);
     } else if (kind == StateShape::kLeases) {
-      leases.clear();
-      internal::LeaseEntries(b.leases(off), &leases);
-      w.PutUint(leases.size(), 4);
-      for (const auto& [nonce, expiry] : leases) {
-        w.PutUint(nonce, 8);
-        w.PutUint(static_cast<uint64_t>(expiry), 8);
-      }
+      internal::PutLeases(w, b.leases(off), 0, &leases);
     } else {
       for (size_t k = 0; k < PayloadWords(kind); ++k) {
         w.PutUint(static_cast<uint64_t>(b.word(off, k)), 8);
@@ -119,39 +108,43 @@ struct Parsed {
   uint64_t id;
   int64_t expiry;
   int64_t words[3];
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  std::vector<std::pair<uint64_t, int64_t>> leases;
+  internal::LogRunList runs;
+  internal::LeaseList leases;
 };
 
 // Reads a state's payload (a log's runs, a lease set or its words) into *e.
 absl::Status ReadPayload(ByteReader& r, StateShape table, Parsed* e) {
+  const char* why = nullptr;
   if (table == StateShape::kLog) {
-    uint64_t runs = 0;
-    if (!r.GetUint(4, &runs)) return Corrupt("truncated log");
-    if (runs > kMaxDecodedRuns) return Corrupt("log too long");
     int64_t last = INT64_MIN, total = 0;
-    for (uint64_t k = 0; k < runs; ++k) {
-      int64_t t = 0, c = 0;
-      if (!r.Get(&t) || !r.Get(&c)) return Corrupt("truncated log");
-      if (t < -kMaxTime || t > kMaxTime || t < last) return Corrupt("bad log time");
-      if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
-        return Corrupt("bad log count");
-      }
-      total += c;
-      last = t;
-      e->runs.emplace_back(t, c);
-    }
+    const internal::PayloadRead got =
+        internal::ReadPayloadPairs<int64_t>(r, kMaxDecodedRuns, [&](int64_t t, int64_t c) {
+          if (t < -kMaxTime || t > kMaxTime || t < last) {
+            why = "bad log time";
+            return false;
+          }
+          if (c < 1 || c > internal::kMaxLogTotal || total > internal::kMaxLogTotal - c) {
+            why = "bad log count";
+            return false;
+          }
+          total += c;
+          last = t;
+          e->runs.emplace_back(t, c);
+          return true;
+        });
+    if (got == internal::PayloadRead::kTruncated) return Corrupt("truncated log");
+    if (got == internal::PayloadRead::kTooMany) return Corrupt("log too long");
+    if (got == internal::PayloadRead::kRefused) return Corrupt(why);
   } else if (table == StateShape::kLeases) {
-    uint64_t n = 0;
-    if (!r.GetUint(4, &n)) return Corrupt("truncated leases");
-    if (n > static_cast<uint64_t>(kMaxConcurrency)) return Corrupt("too many leases");
-    for (uint64_t k = 0; k < n; ++k) {
-      uint64_t nonce = 0;
-      int64_t t = 0;
-      if (!r.GetUint(8, &nonce) || !r.Get(&t)) return Corrupt("truncated leases");
-      if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return Corrupt("bad lease");
-      e->leases.emplace_back(nonce, t);
-    }
+    const internal::PayloadRead got = internal::ReadPayloadPairs<uint64_t>(
+        r, static_cast<uint64_t>(kMaxConcurrency), [&](uint64_t nonce, int64_t t) {
+          if (nonce == 0 || t < -kMaxTime || t > kMaxTime) return false;
+          e->leases.emplace_back(nonce, t);
+          return true;
+        });
+    if (got == internal::PayloadRead::kTruncated) return Corrupt("truncated leases");
+    if (got == internal::PayloadRead::kTooMany) return Corrupt("too many leases");
+    if (got == internal::PayloadRead::kRefused) return Corrupt("bad lease");
   } else {
     for (size_t k = 0; k < PayloadWords(table); ++k) {
       if (!r.Get(&e->words[k])) return Corrupt("truncated state");
@@ -218,12 +211,8 @@ size_t PutEntry(Block& b, size_t off, Parsed& e, int64_t shift_ms) {
     b.set_count(b.count() + 1);
     int64_t total = 0;
     for (const auto& run : e.runs) total += run.second;
-    const Limit sizing{Algorithm::kSlidingLog, std::clamp<int64_t>(total, 1, kMaxLimit), 1};
-    LogBuf* log = nullptr;
-    for (const auto& [t, c] : e.runs) {
-      log = internal::LogAppend(log, sizing, t, c);
-      b.set_log(off, log);
-    }
+    // Owned by the entry from the first append on, so a throwing allocation leaks nothing.
+    internal::LogFromRuns(e.runs, total, [&](LogBuf* log) { b.set_log(off, log); });
   } else if (kind == StateShape::kLeases) {
     b.set_leases(off, nullptr);
     b.set_bytes(off + EntryBytes(e.id));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "carry.h"
 #include "key_state_block.h"
+#include "key_state_store.h"
 #include "leases.h"
 #include "rl/key_state.h"
 #include "sliding_log.h"
@@ -23,135 +24,23 @@ using internal::ThreeWordState;
 using internal::TwoWordState;
 using namespace internal::key_state;  // NOLINT: the block layout's small helpers
 
-namespace {
-
-// New entries are made only by a charge: refuses one that would pass kMaxStates even after the
-// fresh entries are dropped (as a check drops them).
-absl::Status RoomForCharge(KeyState& state, uint64_t sid, absl::Span<const Limit> limits,
-                           int64_t now_ms, bool* changed) {
-  auto missing = [&] {
-    const Block b{static_cast<char*>(const_cast<void*>(state.block()))};
-    size_t added = 0;
-    for (const Limit& limit : limits) added += b.Find(sid, StateId(limit)) == 0;
-    return added;
-  };
-  const size_t added = missing();
-  if (added == 0 || state.size() + added <= KeyState::kMaxStates) return absl::OkStatus();
-  *changed = state.Prune(now_ms) > 0;
-  if (state.size() + missing() <= KeyState::kMaxStates) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "too many rate-limit states under one key (at most ", KeyState::kMaxStates, ")"));
-}
-
-// One limit of a refund or charge: its new state written (or dropped when it is equivalent to
-// fresh), and what a check of cost 0 answers right after, a running block shown.
-LimitResult AdjustOne(void*& block, uint64_t sid, const Limit& limit, int64_t now_ms,
-                      int64_t amount, AdjustOp op, bool* changed) {
-  LimitResult r;
-  Block b{static_cast<char*>(block)};
-  const uint64_t id = StateId(limit);
-  size_t off = b.Find(sid, id);
-  int64_t expiry_ms = now_ms;
-  Pending q{};
-  q.off = off;
-  q.kind = internal::ShapeOf(limit.algorithm);
-  bool write = false;
-  switch (q.kind) {
-    case StateShape::kTwoWord: {
-      TwoWordState old;
-      if (off != 0) old = TwoWordState{b.word(off, 0), b.word(off, 1)};
-      const internal::Step<TwoWordState> step =
-          internal::TwoWordAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
-      r = step.result;
-      expiry_ms = step.expiry_ms;
-      q.two = step.state;
-      write = step.changed;
-      break;
-    }
-    case StateShape::kThreeWord: {
-      ThreeWordState old;
-      if (off != 0) old = ThreeWordState{b.word(off, 0), b.word(off, 1), b.word(off, 2)};
-      const internal::Step<ThreeWordState> step =
-          internal::ThreeWordAdjust(off != 0 ? &old : nullptr, limit, now_ms, amount, op);
-      r = step.result;
-      expiry_ms = step.expiry_ms;
-      q.three = step.state;
-      write = step.changed;
-      break;
-    }
-    case StateShape::kLog: {
-      LogBuf* log = off != 0 ? b.log(off) : nullptr;
-      const int64_t before = internal::LogTotal(log);
-      internal::LogPrune(log, limit.window_ms, now_ms);
-      // Dropping runs that left the window changes the stored bytes even when nothing is
-      // written (a zero amount): a replay must drop them too.
-      *changed = *changed || internal::LogTotal(log) != before;
-      log = internal::LogAdjust(log, limit, now_ms, amount, op);
-      if (off != 0) b.set_log(off, log);  // owned by the entry from here on
-      r = internal::LogEvaluate(log, limit, now_ms, 0, &expiry_ms);
-      q.log = log;
-      write = amount > 0 && log != nullptr;
-      break;
-    }
-    case StateShape::kLeases:
-      break;  // refused by ValidateAdjust
-  }
-  q.expiry_ms = expiry_ms;
-  if (write) {
-    if (expiry_ms <= now_ms) {
-      // Equivalent to fresh: no entry (a new log made for nothing is freed).
-      if (off != 0) {
-        EraseAt(b, off);
-      } else if (q.kind == StateShape::kLog) {
-        internal::LogFree(q.log);
-      }
-    } else {
-      if (off == 0) {
-        Reserve(block, b, EntryBytes(id));
-        off = Append(b, sid, id, expiry_ms);
-      }
-      WriteState(b, off, q);
-    }
-    *changed = true;
-  }
-  // A refund or charge neither starts nor lifts a block, but its answer shows one.
-  if (limit.block_ms > 0) {
-    const int64_t until = BlockedUntil(Block{static_cast<char*>(block)}, sid, id, now_ms);
-    if (until > now_ms) internal::ApplyBlock(r, until, now_ms);
-  }
-  return r;
-}
-
-}  // namespace
-
 absl::StatusOr<bool> KeyState::Release(std::string_view key, std::string_view lease_id,
                                        int64_t now_ms, bool* changed) {
   *changed = false;
   absl::StatusOr<internal::LeaseId> id = internal::ParseLeaseId(lease_id, key);
   if (!id.ok()) return id.status();
-  Block b{static_cast<char*>(block_)};
-  const size_t off = b.Find(id->scope_id, LimitId(Algorithm::kConcurrency, 0));
-  if (off == 0) return false;
-  LeaseBuf* leases = b.leases(off);
-  const size_t before = internal::LeaseCount(leases);
-  const bool held = internal::LeaseRemove(leases, id->nonce, now_ms);
-  *changed = internal::LeaseCount(leases) != before;
-  if (internal::LeaseCount(leases) == 0) {
-    EraseAt(b, off);
-    *changed = true;  // also a set that held none (only a decoded state can)
-    if (b.count() == 0) {
-      internal::StateFree(b.p);
-      block_ = nullptr;
-    }
-  } else if (*changed) {
-    b.set_expiry(off, internal::LeaseExpiry(leases, now_ms));
-  }
+  internal::key_state::BlockStore store(block_, id->scope_id, now_ms, 0, /*read_only=*/false,
+                                        changed);
+  internal::key_state::Q q;
+  store.LocateLeases(q);
+  const bool held = internal::ReleaseLease(store, q, id->nonce, now_ms);
+  store.Unlock();
   return held;
 }
 
 absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<const Limit> limits,
                                           int64_t amount, int64_t now_ms, bool refund,
-                                          bool* changed) {
+                                          int64_t max_wait_ms, bool* changed) {
   *changed = false;
   const AdjustOp op = refund ? AdjustOp::kRefund : AdjustOp::kCharge;
   absl::StatusOr<Decision> out(absl::in_place);
@@ -159,33 +48,20 @@ absl::StatusOr<Decision> KeyState::Adjust(std::string_view scope, absl::Span<con
     out = std::move(s);
     return out;
   }
-  const uint64_t sid = ScopeId(scope);
-  if (op == AdjustOp::kCharge && amount > 0) {
-    if (absl::Status s = RoomForCharge(*this, sid, limits, now_ms, changed); !s.ok()) {
-      out = std::move(s);
-      return out;
-    }
-  }
-  for (size_t i = 0; i < limits.size(); ++i) {
-    out->limits[i] = AdjustOne(block_, sid, limits[i], now_ms, amount, op, changed);
-  }
-  Block b{static_cast<char*>(block_)};
-  if (b.p != nullptr && b.count() == 0) {
-    internal::StateFree(b.p);
-    block_ = nullptr;
-  }
-  internal::MakeDecision(limits.size(), *out);
+  internal::key_state::BlockStore store(block_, ScopeId(scope), now_ms, 0, /*read_only=*/false,
+                                        changed);
+  if (!internal::RunAdjust(store, limits, amount, op, max_wait_ms, *out)) out = store.status();
   return out;
 }
 
 absl::StatusOr<Decision> KeyState::Refund(std::string_view scope, absl::Span<const Limit> limits,
                                           int64_t amount, int64_t now_ms, bool* changed) {
-  return Adjust(scope, limits, amount, now_ms, /*refund=*/true, changed);
+  return Adjust(scope, limits, amount, now_ms, /*refund=*/true, -1, changed);
 }
 
 absl::StatusOr<Decision> KeyState::Charge(std::string_view scope, absl::Span<const Limit> limits,
                                           int64_t amount, int64_t now_ms, bool* changed) {
-  return Adjust(scope, limits, amount, now_ms, /*refund=*/false, changed);
+  return Adjust(scope, limits, amount, now_ms, /*refund=*/false, -1, changed);
 }
 
 absl::StatusOr<Decision> KeyState::ChargeWithin(std::string_view scope,
@@ -193,16 +69,7 @@ absl::StatusOr<Decision> KeyState::ChargeWithin(std::string_view scope,
                                                 int64_t max_wait_ms, int64_t now_ms,
                                                 bool* changed) {
   if (max_wait_ms < 0) return absl::InvalidArgumentError("MAXWAIT must not be negative");
-  if (absl::Status s = internal::ValidateAdjust(limits, amount, internal::AdjustOp::kCharge);
-      !s.ok()) {
-    return s;
-  }
-  // One key's block is one Redis key: nothing runs between the peek and the charge.
-  absl::StatusOr<Decision> peek = Peek(scope, limits, amount, now_ms);
-  if (!peek.ok() || !internal::WithinWait(*peek, limits, max_wait_ms)) return peek;
-  absl::StatusOr<Decision> d = Charge(scope, limits, amount, now_ms, changed);
-  if (d.ok()) internal::AdmitCharged(*peek, *d);
-  return d;
+  return Adjust(scope, limits, amount, now_ms, /*refund=*/false, max_wait_ms, changed);
 }
 
 bool KeyState::CarryOver(const Policy& policy, int64_t now_ms) {

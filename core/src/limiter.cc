@@ -1,5 +1,6 @@
-// The Limiter: validates a check, locks the shards of its states in a fixed order, evaluates every
-// limit, and writes the new states back only when all of them allow (all or nothing).
+// The Limiter: validates a check and runs the pipeline (pipeline.h) over its sharded store
+// (check_steps.h), which locks the shards of its states in a fixed order, evaluates every limit,
+// and writes the new states back only when all of them allow (all or nothing).
 #include "rl/limiter.h"
 
 #include <algorithm>
@@ -23,234 +24,6 @@
 
 namespace rl {
 
-using internal::LeaseBuf;
-using internal::LogBuf;
-using internal::Shard;
-using internal::Slot2;
-using internal::Slot3;
-using internal::SlotBlock;
-using internal::SlotLease;
-using internal::SlotLog;
-using internal::StateShape;
-using internal::ThreeWordState;
-using internal::TwoWordState;
-using internal::sharded::EvaluateLeases;
-using internal::sharded::EvaluateLog;
-using internal::sharded::EvaluateThree;
-using internal::sharded::EvaluateTwo;
-using internal::sharded::InsertNew;
-using internal::sharded::KeyHasher;
-using internal::sharded::Pending;
-using internal::sharded::PendingArray;
-
-namespace {}  // namespace
-
-namespace {
-
-// Whether a pending limit found a stored state (a check never looks for leases).
-template <bool kLeases>
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool Found(const Pending& q) {
-  bool f = q.two_slot != nullptr || q.three_slot != nullptr || q.log_slot != nullptr;
-  if constexpr (kLeases) f = f || q.lease_slot != nullptr;
-  return f;
-}
-
-}  // namespace
-
-template <Limiter::Impl::Op kOp, size_t kN>
-inline int64_t Limiter::Impl::Prepare(std::string_view scope, std::string_view key, CheckArgs a,
-                                      CheckFrame& f) {
-  constexpr bool kLeases = kOp != Op::kCheck;
-  int64_t blocks = 0;  // non-zero when some limit has a BLOCK
-  const KeyHasher hasher(scope, key, seed_);
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    const Limit& limit = a.limits[i];
-    const uint64_t k = kLeases && limit.algorithm == Algorithm::kConcurrency
-                           ? LeaseKeyFor(ScopeId(scope), key).key
-                           : hasher.For(limit);
-    // Only the members read before being written: value-initializing all of Pending (with its
-    // LimitResult and states) showed in profiles.
-    Pending& q = *new (&a.p[i]) Pending;
-    q.two_slot = nullptr;
-    q.three_slot = nullptr;
-    q.log_slot = nullptr;
-    q.new_log = nullptr;
-    if constexpr (kLeases) {
-      q.lease_slot = nullptr;
-      q.new_leases = nullptr;
-    }
-    q.key = f.keys[i] = k;
-    q.shard = f.locked[i] = ShardOf(k);
-    q.kind = internal::ShapeOf(limit.algorithm);
-    blocks |= limit.block_ms;
-  }
-  return blocks;
-}
-
-template <Limiter::Impl::Op kOp, size_t kN>
-inline void Limiter::Impl::EvaluateAll(CheckArgs a) {
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    Pending& q = a.p[i];
-    Shard& sh = shards_[q.shard];
-    sh.mu.AssertHeld();  // by LockShards
-    switch (q.kind) {
-      case StateShape::kTwoWord:
-        a.results[i] = EvaluateTwo(q, sh, expiry_, a.limits[i], a.now, a.cost);
-        break;
-      case StateShape::kThreeWord:
-        a.results[i] = EvaluateThree(q, sh, expiry_, a.limits[i], a.now, a.cost);
-        break;
-      case StateShape::kLog:
-        a.results[i] = EvaluateLog(q, sh, a.limits[i], a.now, a.cost);
-        break;
-      case StateShape::kLeases:
-        if constexpr (kOp != Op::kCheck) a.results[i] = EvaluateLeases(q, sh, a.limits[i], a.now);
-        break;
-    }
-  }
-}
-
-template <Limiter::Impl::Op kOp, size_t kN>
-inline bool Limiter::Impl::ReserveRoom(CheckArgs a, CheckFrame& f, uint32_t& unstored,
-                                       Decision& out) {
-  uint32_t placed = 0;
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    const Pending& q = a.p[i];
-    if (Found<kOp != Op::kCheck>(q) || !internal::WritesState(kOp, a.cost, q.kind)) continue;
-    size_t adding = 1;  // with the new states of this check already placed in its shard
-    for (size_t j = 0; j < i; ++j) adding += ((placed >> j) & 1) && a.p[j].shard == q.shard;
-    Shard& sh = shards_[q.shard];
-    sh.mu.AssertHeld();
-    if (MakeRoom(sh, a.now, adding, f.keys, (kN != 0 ? kN : a.n))) {
-      placed |= 1u << i;
-    } else {
-      unstored |= 1u << i;
-    }
-  }
-  if (ABSL_PREDICT_TRUE(unstored == 0)) return true;
-  Shard& first = shards_[a.p[__builtin_ctz(unstored)].shard];
-  first.mu.AssertHeld();
-  ++first.overflows;
-  if (overflow_ != FailureMode::kFailClosed) return true;
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    if (((unstored >> i) & 1) == 0) continue;
-    Shard& sh = shards_[a.p[i].shard];
-    sh.mu.AssertHeld();
-    a.results[i] = Refused(sh, a.now, a.results[i]);
-  }
-  internal::MakeDecision((kN != 0 ? kN : a.n), out);
-  return false;
-}
-
-template <Limiter::Impl::Op kOp, size_t kN>
-inline void Limiter::Impl::WriteBack(CheckArgs a, CheckFrame& f, uint32_t unstored, uint64_t nonce,
-                                     bool* leased) {
-  bool logs_grew = false;
-  // Update found states first (their slot pointers stay valid until a table grows: making room
-  // only erased other states), then insert new ones.
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    Pending& q = a.p[i];
-    if (!internal::WritesState(kOp, a.cost, q.kind)) continue;
-    const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(a.results[i]));
-    const bool not_stored = (unstored >> i) & 1;  // fail-open: allowed, not counted
-    if (q.kind == StateShape::kLog) {
-      if (not_stored) continue;
-      WriteLog(a, i, expiry);
-      logs_grew = true;
-    } else if (q.two_slot != nullptr) {
-      q.two_slot->set_rel_time(expiry_.ToRel(q.two.time));
-      q.two_slot->word = q.two.word;
-      q.two_slot->expiry = expiry;
-    } else if (q.three_slot != nullptr) {
-      q.three_slot->set_rel_time(expiry_.ToRel(q.three.time));
-      q.three_slot->set_counts(q.three.previous, q.three.current);
-      q.three_slot->expiry = expiry;
-    } else if constexpr (kOp == Op::kAcquire) {
-      if (q.kind != StateShape::kLeases || not_stored) continue;
-      WriteLease(a, i, nonce);
-      *leased = true;
-    }
-  }
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    Pending& q = a.p[i];
-    if (Found<kOp != Op::kCheck>(q) || !internal::WritesState(kOp, a.cost, q.kind)) continue;
-    if ((unstored >> i) & 1) continue;  // fail-open: allowed, not counted
-    if (kOp == Op::kCheck && q.kind == StateShape::kLeases) continue;
-    Shard& sh = shards_[q.shard];
-    sh.mu.AssertHeld();
-    InsertNew(q, sh, expiry_, expiry_.Encode(q.expiry_ms, internal::UsageLevel(a.results[i])));
-  }
-  // A log that grew may have passed the byte bound; it stays over (a soft bound) when nothing
-  // is safe to evict. (New states found room before.)
-  if (ABSL_PREDICT_FALSE(logs_grew) && max_memory_bytes_ > 0) {
-    for (size_t i = 0; i < f.lock_count; ++i) {
-      Shard& sh = shards_[f.locked[i]];
-      sh.mu.AssertHeld();
-      MakeRoom(sh, a.now, 0, f.keys, (kN != 0 ? kN : a.n));
-    }
-  }
-}
-
-template <Limiter::Impl::Op kOp, size_t kN>
-inline void Limiter::Impl::Refresh(CheckArgs a) {
-  // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest only
-  // gets its expiry refreshed, which a changed limit may have moved.
-  for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
-    Pending& q = a.p[i];
-    Shard& sh = shards_[q.shard];
-    sh.mu.AssertHeld();
-    if (!Found<kOp != Op::kCheck>(q)) continue;
-    const uint32_t expiry = expiry_.Encode(q.expiry_ms, internal::UsageLevel(a.results[i]));
-    if (q.expiry_ms <= a.now) {
-      if (sh.Erase(q.kind, q.key)) ++sh.expired;
-    } else if (q.two_slot != nullptr) {
-      q.two_slot->expiry = expiry;
-    } else if (q.three_slot != nullptr) {
-      q.three_slot->expiry = expiry;
-    } else if (q.log_slot != nullptr) {
-      q.log_slot->expiry = expiry;
-    } else if constexpr (kOp != Op::kCheck) {
-      q.lease_slot->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
-    }
-  }
-}
-
-template <Limiter::Impl::Op kOp, size_t kN>
-inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
-                                 absl::Span<const Limit> limits, int64_t cost, uint64_t nonce,
-                                 bool* leased, Decision& out) {
-  PendingArray pending;
-  CheckFrame f;
-  const size_t n = kN != 0 ? kN : limits.size();
-  CheckArgs a{limits, n, cost, 0, out.limits.data(), pending.items};
-  const int64_t blocks = Prepare<kOp, kN>(scope, key, a, f);
-  f.lock_count = LockShards(f.locked, n);
-  // One `now` per check, read under the locks so a check that waited for a lock does not act on
-  // a time older than the state it finds. A clock may still answer a time read earlier
-  // (rl-server's CommandClock hands out its I/O thread's reading of the batch): every step keeps
-  // counting a state newer than `now` (no refill, no new window, log runs at the newest run's
-  // time), which can only admit less, never more.
-  a.now = clock_->NowMs();
-  EvaluateAll<kOp, kN>(a);
-  if (ABSL_PREDICT_FALSE(blocks != 0)) {
-    ApplyBlocks(a.p, limits, a.results, a.now, cost, kOp != Op::kPeek);
-  }
-  // The decision now, while its limits' results are at hand (a refusal redoes it).
-  internal::MakeDecision(n, out);
-  // New states need room before anything is written: at a bound with nothing safe to evict they
-  // are not stored, and the overflow mode decides the check (see LimiterOptions::overflow).
-  uint32_t unstored = 0;  // bit i: the new state of limit i cannot be stored
-  bool write = out.allowed && kOp != Op::kPeek && (cost > 0 || kOp == Op::kAcquire);
-  if (write) write = ReserveRoom<kOp, kN>(a, f, unstored, out);
-  if (write) {
-    WriteBack<kOp, kN>(a, f, unstored, nonce, leased);
-  } else {
-    Refresh<kOp, kN>(a);
-  }
-  UnlockShards(f.locked, f.lock_count);
-  if (ABSL_PREDICT_FALSE(unstored != 0)) out.decided_by = DecidedBy::kOverflow;
-}
-
 template <Limiter::Impl::Op kOp>
 absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
                                             absl::Span<const Limit> limits, int64_t cost,
@@ -268,13 +41,16 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   }
   // Checks of one or two limits (the common cases) get instances whose loops the compiler
   // unrolls.
+  Store::Frame frame;
+  Store store(*this, frame, scope, key);
   if (limits.size() == 1) {
-    Apply<kOp, 1>(scope, key, limits, cost, nonce, leased, *out);
+    internal::RunChecks<kOp, 1>(store, limits, cost, nonce, leased, *out);
   } else if (limits.size() == 2) {
-    Apply<kOp, 2>(scope, key, limits, cost, nonce, leased, *out);
+    internal::RunChecks<kOp, 2>(store, limits, cost, nonce, leased, *out);
   } else {
-    Apply<kOp, 0>(scope, key, limits, cost, nonce, leased, *out);
+    internal::RunChecks<kOp, 0>(store, limits, cost, nonce, leased, *out);
   }
+  if (ABSL_PREDICT_FALSE(store.unstored() != 0)) out->decided_by = DecidedBy::kOverflow;
   if constexpr (kOp != Op::kCheck) internal::MarkLeases(limits, *out);
   return out;
 }

@@ -38,19 +38,6 @@ class Limiter::Impl {
   absl::StatusOr<Decision> Adjust(std::string_view scope, std::string_view key,
                                   absl::Span<const Limit> limits, int64_t amount,
                                   internal::AdjustOp op, int64_t max_wait_ms = -1);
-  // One limit of it, by the shape of its state, in its locked shard.
-  LimitResult AdjustOne(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
-                        int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
-                        bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
-  LimitResult AdjustTwoWord(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
-                            int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
-                            bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
-  LimitResult AdjustThreeWord(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
-                              int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
-                              bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
-  LimitResult AdjustLog(internal::Shard& sh, uint64_t k, const Limit& limit, int64_t now,
-                        int64_t amount, internal::AdjustOp op, const uint64_t* keys, size_t n,
-                        bool* unstored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   absl::StatusOr<bool> Release(std::string_view key, std::string_view lease_id);
   size_t Reset(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
   size_t Sweep(size_t budget);
@@ -79,10 +66,6 @@ class Limiter::Impl {
   // removing only what is safe to lose (Shard::FreeSafely), never the keys in `keep`. False when
   // the shard stays over its bounds: new states must then not be stored (see
   // LimiterOptions::overflow).
-  // What a check of `cost` on these limits would answer, changing nothing; the shards of
-  // `sk[0..limits.size())` are locked by the caller.
-  void PeekLocked(const StateKey* sk, absl::Span<const Limit> limits, int64_t now, int64_t cost,
-                  Decision* out);
   bool MakeRoom(internal::Shard& shard, int64_t now, size_t adding, const uint64_t* keep,
                 size_t keep_count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
   // Whether the shard would break a bound holding `adding` more states; how many to free if so.
@@ -143,41 +126,8 @@ class Limiter::Impl {
     for (size_t i = shard_mask_ + 1; i-- > 0;) shards_[i].mu.unlock();
   }
 
-  // The body of a Run on validated limits: hashes, locks, evaluates each limit with its table's
-  // helper, decides, writes back or refreshes, unlocks. kN = 1 is the one-limit instance (its
-  // loops unrolled), kN = 0 any count; inline in Run, as are its phases (out of line, a call with
-  // its arguments showed in a one-limit check's cost). The shards are locked by LockShards, which
-  // the analysis cannot follow: each access asserts its shard's lock.
-  template <Op kOp, size_t kN>
-  ABSL_ATTRIBUTE_ALWAYS_INLINE void Apply(std::string_view scope, std::string_view key,
-                                          absl::Span<const Limit> limits, int64_t cost,
-                                          uint64_t nonce, bool* leased, Decision& out);
-  // Apply's phases (limiter.cc), over what they share (check_steps.h).
-  struct CheckArgs;
-  struct CheckFrame;
-  // Hashes each limit's state key and sets up its pending work; non-zero when a limit has BLOCK.
-  template <Op kOp, size_t kN>
-  ABSL_ATTRIBUTE_ALWAYS_INLINE int64_t Prepare(std::string_view scope, std::string_view key,
-                                               CheckArgs a, CheckFrame& f);
-  template <Op kOp, size_t kN>
-  ABSL_ATTRIBUTE_ALWAYS_INLINE void EvaluateAll(CheckArgs a);
-  // Room for the new states of an allowed check; false when a refusal (fail-closed) denied it.
-  template <Op kOp, size_t kN>
-  ABSL_ATTRIBUTE_ALWAYS_INLINE bool ReserveRoom(CheckArgs a, CheckFrame& f, uint32_t& unstored,
-                                                Decision& out);
-  template <Op kOp, size_t kN>
-  ABSL_ATTRIBUTE_ALWAYS_INLINE void WriteBack(CheckArgs a, CheckFrame& f, uint32_t unstored,
-                                              uint64_t nonce, bool* leased);
-  template <Op kOp, size_t kN>
-  ABSL_ATTRIBUTE_ALWAYS_INLINE void Refresh(CheckArgs a);
-  void WriteLog(const CheckArgs& a, size_t i, uint32_t expiry);
-  void WriteLease(const CheckArgs& a, size_t i, uint64_t nonce);
-
-  // Penalty blocks of a Run (limiter.cc), under its shard locks; `pending` is its array of
-  // per-limit work.
-  ABSL_ATTRIBUTE_NOINLINE void ApplyBlocks(const void* pending, absl::Span<const Limit> limits,
-                                           LimitResult* results, int64_t now, int64_t cost,
-                                           bool commit);
+  // One call's view of the store, for the pipeline (pipeline.h, check_steps.h).
+  class Store;
 
   size_t max_memory_bytes_;  // 0 = none
   FailureMode overflow_;

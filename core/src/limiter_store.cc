@@ -20,7 +20,6 @@ using internal::Shard;
 using internal::SlotBlock;
 using internal::StateShape;
 using internal::sharded::KeyHasher;
-using internal::sharded::Pending;
 
 namespace {
 
@@ -270,78 +269,6 @@ Limiter::Impl::StateKey Limiter::Impl::LeaseKeyFor(uint64_t scope_id, std::strin
   x *= 0xFF51AFD7ED558CCDull;
   x ^= x >> 33;
   return {x, ShardOf(x)};
-}
-
-// Penalty blocks (see step.h), after the limits were evaluated: a running block overrides its
-// limit's result; then, when the call is denied and has a cost, each limit with BLOCK that denied
-// it on its own starts a block (stored when `commit`; a peek reports the block it would start).
-// Out of line: only checks of limits with BLOCK come here.
-void Limiter::Impl::ApplyBlocks(const void* pending_items, absl::Span<const Limit> limits,
-                                LimitResult* results, int64_t now, int64_t cost, bool commit) {
-  const Pending* p = static_cast<const Pending*>(pending_items);
-  const size_t n = limits.size();
-  uint32_t blocked = 0;  // bit i: limit i is under a running block
-  bool allowed = true;
-  for (size_t i = 0; i < n; ++i) {
-    if (limits[i].block_ms > 0) {
-      Shard& sh = shards_[p[i].shard];
-      sh.mu.AssertHeld();  // by Run's LockShards
-      const int64_t until = sh.BlockedUntil(p[i].key, now);
-      if (until > now) {
-        internal::ApplyBlock(results[i], until, now);
-        blocked |= 1u << i;
-      }
-    }
-    allowed = allowed && results[i].allowed;
-  }
-  if (allowed || cost == 0) return;
-  for (size_t i = 0; i < n; ++i) {
-    if (((blocked >> i) & 1) || !internal::StartsBlock(limits[i], results[i])) continue;
-    const int64_t until = internal::BlockUntil(limits[i], now);
-    if (commit) {
-      Shard& sh = shards_[p[i].shard];
-      sh.mu.AssertHeld();
-      auto [it, inserted] = sh.blocks.insert(SlotBlock{p[i].key, until});
-      if (!inserted) it->until = until;
-    }
-    internal::ApplyBlock(results[i], until, now);
-  }
-}
-
-// Appends this check's runs to a limit's log (stored unless it found no room: fail-open).
-void Limiter::Impl::WriteLog(const CheckArgs& a, size_t i, uint32_t expiry) {
-  Pending& q = a.p[i];
-  Shard& sh = shards_[q.shard];
-  sh.mu.AssertHeld();
-  LogBuf* log = q.log_slot != nullptr ? q.log_slot->log : nullptr;
-  const size_t before = internal::LogBytes(log);
-  log = internal::LogAppend(log, a.limits[i], a.now, a.cost);
-  sh.log_bytes += internal::LogBytes(log) - before;
-  if (q.log_slot != nullptr) {
-    q.log_slot->log = log;
-    q.log_slot->expiry = expiry;
-  } else {
-    q.new_log = log;
-  }
-}
-
-// Adds lease `nonce` to a CONCURRENCY limit's set: held until released or until its ttl ends.
-void Limiter::Impl::WriteLease(const CheckArgs& a, size_t i, uint64_t nonce) {
-  Pending& q = a.p[i];
-  Shard& sh = shards_[q.shard];
-  sh.mu.AssertHeld();
-  const int64_t lease_end = internal::LeaseEnd(a.limits[i], a.now);
-  LeaseBuf* leases = q.lease_slot != nullptr ? q.lease_slot->leases : nullptr;
-  const size_t before = internal::LeaseBytes(leases);
-  leases = internal::LeaseAdd(leases, nonce, lease_end, a.now);
-  sh.lease_bytes += internal::LeaseBytes(leases) - before;
-  q.expiry_ms = std::max(q.expiry_ms, lease_end);
-  if (q.lease_slot != nullptr) {
-    q.lease_slot->leases = leases;
-    q.lease_slot->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
-  } else {
-    q.new_leases = leases;
-  }
 }
 
 }  // namespace rl

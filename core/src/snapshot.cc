@@ -19,6 +19,7 @@
 #include "bytes.h"
 #include "limiter_impl.h"
 #include "sliding_log.h"
+#include "state_codec.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -90,8 +91,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
   w.Put<uint32_t>(static_cast<uint32_t>(shard_mask_ + 1));
   w.Put<uint64_t>(seed_);
   w.Put<int64_t>(wall_now);
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  std::vector<std::pair<uint64_t, int64_t>> leases;
+  internal::LogRunList runs;
+  internal::LeaseList leases;
   uint64_t written = 0;  // records as they are written: checks meanwhile cannot skew it
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
@@ -116,14 +117,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
       w.Put<int64_t>(s.current());
     }
     for (const SlotLog& s : sh.logs) {
-      runs.clear();
-      internal::LogRuns(s.log, &runs);
       head(2, s.key, s.expiry);
-      w.Put<uint32_t>(static_cast<uint32_t>(runs.size()));
-      for (const auto& [t, count] : runs) {
-        w.Put<int64_t>(Shift(t, to_wall));
-        w.Put<int64_t>(count);
-      }
+      internal::PutLog(w, s.log, to_wall, &runs);
     }
     for (const internal::SlotBlock& s : sh.blocks) {
       if (s.until <= mono_now) continue;  // ended
@@ -134,14 +129,8 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
       w.Put<int64_t>(Shift(s.until, to_wall));
     }
     for (const internal::SlotLease& s : sh.leases) {
-      leases.clear();
-      internal::LeaseEntries(s.leases, &leases);
       head(kKindLeases, s.key, s.expiry);
-      w.Put<uint32_t>(static_cast<uint32_t>(leases.size()));
-      for (const auto& [nonce, expiry] : leases) {
-        w.Put<uint64_t>(nonce);
-        w.Put<int64_t>(Shift(expiry, to_wall));
-      }
+      internal::PutLeases(w, s.leases, to_wall, &leases);
     }
   }
   w.Put<uint64_t>(XXH64(out->data(), out->size(), 0));
@@ -151,9 +140,9 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
 
 namespace {
 
-// One decoded record, times already in the monotonic frame. A log's runs stay in the snapshot:
-// `runs_at` is where they start (n = `runs`); `live` of them (summing to `total`) are recent
-// enough to be inside some window.
+// One decoded record, times already in the monotonic frame. A log's runs or a lease set stay in
+// the snapshot: `payload_at` is where they start (n = `runs`); `live` runs of a log (summing to
+// `total`) are recent enough to be inside some window.
 struct Record {
   uint8_t kind;
   uint8_t level;
@@ -163,7 +152,7 @@ struct Record {
   int64_t v[3];
   uint32_t runs;
   uint32_t live;
-  size_t runs_at;
+  size_t payload_at;
   int64_t total;
 };
 
@@ -190,38 +179,34 @@ absl::Status ReadRecord(ByteReader& r, uint32_t version, uint32_t shards, int64_
     return absl::DataLossError("bad snapshot record");
   }
   rec->expiry = Shift(rec->expiry, to_mono);
-  if (rec->kind == 2) {
-    if (!r.Get(&rec->runs) || rec->runs > r.left() / 16) {
-      return absl::DataLossError("bad snapshot log");
-    }
-    rec->runs_at = r.pos();
+  if (rec->kind == 2 || rec->kind == kKindLeases) {
+    rec->payload_at = r.pos();
+    rec->runs = 0;
     rec->total = 0;
     rec->live = 0;
     int64_t prev_time = INT64_MIN;
-    for (uint32_t i = 0; i < rec->runs; ++i) {
-      int64_t t = 0, count = 0;
-      r.Get(&t);
-      r.Get(&count);
-      t = Shift(t, to_mono);
+    const bool log = rec->kind == 2;
+    auto read = [&](auto first, int64_t second) {
+      ++rec->runs;
+      if (!log) return true;  // lease ends are read at insertion
+      const int64_t t = Shift(static_cast<int64_t>(first), to_mono), count = second;
       // Times never decrease; two runs may share a millisecond (a count past one run's field
       // starts another), as the limiter's own export writes them.
-      if (count < 1 || count > internal::kMaxLogTotal || t < prev_time) {
-        return absl::DataLossError("bad snapshot log run");
-      }
+      if (count < 1 || count > internal::kMaxLogTotal || t < prev_time) return false;
       prev_time = t;
-      if (!LiveRun(t, mono_now)) continue;
-      if (rec->total > internal::kMaxLogTotal - count) {
-        return absl::DataLossError("bad snapshot log run");
-      }
+      if (!LiveRun(t, mono_now)) return true;
+      if (rec->total > internal::kMaxLogTotal - count) return false;
       ++rec->live;
       rec->total += count;
+      return true;
+    };
+    const internal::PayloadRead got =
+        log ? internal::ReadPayloadPairs<int64_t>(r, UINT32_MAX, read)
+            : internal::ReadPayloadPairs<uint64_t>(r, kMaxSnapshotLeases, read);
+    if (got == internal::PayloadRead::kRefused) return absl::DataLossError("bad snapshot log run");
+    if (got != internal::PayloadRead::kOk) {
+      return absl::DataLossError(log ? "bad snapshot log" : "bad snapshot leases");
     }
-  } else if (rec->kind == kKindLeases) {
-    if (!r.Get(&rec->runs) || rec->runs > r.left() / 16 || rec->runs > kMaxSnapshotLeases) {
-      return absl::DataLossError("bad snapshot leases");
-    }
-    rec->runs_at = r.pos();
-    r.Skip(size_t{rec->runs} * 16);
   } else if (rec->kind != kKindBlock) {
     const int words = rec->kind == 0 ? 2 : 3;
     for (int i = 0; i < words; ++i) {
@@ -260,16 +245,13 @@ void InsertRecord(Shard& sh, const internal::ExpiryCodec& codec, const Record& r
     sh.blocks.insert(internal::SlotBlock{rec.key, rec.expiry});
   } else if (rec.kind == kKindLeases) {
     ByteReader entries(payload);
-    entries.Skip(rec.runs_at);
-    std::vector<std::pair<uint64_t, int64_t>> leases;
-    for (uint32_t i = 0; i < rec.runs; ++i) {
-      uint64_t nonce = 0;
-      int64_t t = 0;
-      entries.Get(&nonce);
-      entries.Get(&t);
-      t = Shift(t, to_mono);
-      if (t > mono_now) leases.emplace_back(nonce, t);  // ended leases stay ended
-    }
+    entries.Skip(rec.payload_at);
+    internal::LeaseList leases;
+    internal::ReadPayloadPairs<uint64_t>(entries, UINT32_MAX, [&](uint64_t nonce, int64_t end) {
+      end = Shift(end, to_mono);
+      if (end > mono_now) leases.emplace_back(nonce, end);  // ended leases stay ended
+      return true;
+    });
     internal::LeaseBuf* buf = internal::LeaseFromEntries(leases);
     if (buf == nullptr) return;
     const uint32_t lease_expiry =
@@ -280,21 +262,18 @@ void InsertRecord(Shard& sh, const internal::ExpiryCodec& codec, const Record& r
       internal::LeaseFree(buf);
     }
   } else {
-    // The limit only sizes the buffer here; the real one applies from the next check.
-    const Limit sizing{Algorithm::kSlidingLog, std::min(rec.total, kMaxLimit), 1};
-    ByteReader runs(payload);
-    runs.Skip(rec.runs_at);
-    LogBuf* log = nullptr;
-    for (uint32_t i = 0; i < rec.runs; ++i) {
-      int64_t t = 0, count = 0;
-      runs.Get(&t);
-      runs.Get(&count);
-      if (!LiveRun(Shift(t, to_mono), mono_now)) continue;
+    ByteReader entries(payload);
+    entries.Skip(rec.payload_at);
+    internal::LogRunList runs;
+    internal::ReadPayloadPairs<int64_t>(entries, UINT32_MAX, [&](int64_t t, int64_t count) {
+      t = Shift(t, to_mono);
       // A run "in the future" (the saver's wall clock was ahead, or ours was stepped back)
       // counts as made now: the log appends at non-decreasing times only, and a request kept
       // in the window from now on can only under-admit.
-      log = internal::LogAppend(log, sizing, std::min(Shift(t, to_mono), mono_now), count);
-    }
+      if (LiveRun(t, mono_now)) runs.emplace_back(std::min(t, mono_now), count);
+      return true;
+    });
+    LogBuf* log = internal::LogFromRuns(runs, rec.total, [](LogBuf*) {});
     sh.log_bytes += internal::LogBytes(log);
     if (!sh.logs.insert(SlotLog{rec.key, expiry, log}).second) {
       sh.log_bytes -= internal::LogBytes(log);

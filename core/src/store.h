@@ -207,7 +207,7 @@ class ExpiryCodec {
   static constexpr uint32_t kMaxUnits = UINT32_MAX >> kLevelBits;
 
   explicit ExpiryCodec(int64_t base_ms) : base_ms_(base_ms) {}
-  uint32_t Encode(int64_t expiry_ms, uint32_t level) const {
+  ABSL_ATTRIBUTE_ALWAYS_INLINE uint32_t Encode(int64_t expiry_ms, uint32_t level) const {
     int64_t rel;
     uint32_t units;
     if (__builtin_sub_overflow(expiry_ms, base_ms_, &rel)) {
@@ -226,7 +226,7 @@ class ExpiryCodec {
   // Upper bound of the time an encoded value stands for.
   int64_t Decode(uint32_t expiry) const;
   // Times in slots: relative to the base, saturated to 48 bits.
-  int64_t ToRel(int64_t t) const {
+  ABSL_ATTRIBUTE_ALWAYS_INLINE int64_t ToRel(int64_t t) const {
     constexpr int64_t kMax = (int64_t{1} << 47) - 1;
     int64_t rel;
     if (__builtin_sub_overflow(t, base_ms_, &rel)) return t < 0 ? -kMax - 1 : kMax;

@@ -215,6 +215,21 @@ TEST(KeyState, AnswersExactlyAsTheLimiter) {
         ExpectSame(*a, *b, where + (op == 2 ? " refund" : " charge"));
         continue;
       }
+      if (op == 5 && !acquire_set) {
+        // A charge bounded by a wait (RL.CHECK ... MAXWAIT); with BLOCK limits among the sets,
+        // this is where the two once parted: a refused one starts no block, nor shows one.
+        const int64_t amount = static_cast<int64_t>(rng() % 25);
+        const int64_t max_wait = static_cast<int64_t>(rng() % 3000);
+        auto a = limiter.ChargeWithin(scope, "k", set, amount, max_wait);
+        auto b = state.ChargeWithin(scope, set, amount, max_wait, clock.NowMs(), &changed);
+        ASSERT_EQ(a.ok(), b.ok()) << where;
+        if (!a.ok()) {
+          EXPECT_EQ(a.status(), b.status()) << where;
+          continue;
+        }
+        ExpectSame(*a, *b, where + " charge within " + std::to_string(max_wait));
+        continue;
+      }
       if (op == 4 && !leases.empty()) {
         const size_t i = rng() % leases.size();
         auto a = limiter.Release("k", leases[i].first);
@@ -256,6 +271,26 @@ TEST(KeyState, AnswersExactlyAsTheLimiter) {
       }
     }
   }
+}
+
+// A bounded charge that must wait (MAXWAIT) on a limit with BLOCK: both admit it with the wait,
+// and neither refuses it for the block a plain check's denial would start (it starts none).
+TEST(KeyState, ChargeWithinABlockLimitAnswersAsTheLimiter) {
+  ManualClock clock(1'000'000);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  KeyState state;
+  Limit l = L(Algorithm::kTokenBucket, 1, 1000);
+  l.block_ms = 2000;
+  const std::vector<Limit> set = {l};
+  bool changed = false;
+  ASSERT_TRUE(limiter.Check("", "k", set, 1)->allowed);
+  ASSERT_TRUE(state.Check("", set, 1, clock.NowMs(), &changed)->allowed);
+  auto a = limiter.ChargeWithin("", "k", set, 1, 1500);
+  auto b = state.ChargeWithin("", set, 1, 1500, clock.NowMs(), &changed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->allowed);
+  EXPECT_EQ(a->retry_after_ms, 1000);
+  ExpectSame(*a, *b, "charge within");
 }
 
 // Blocks and leases make a version 2 encoding; without them a state still encodes as version 1

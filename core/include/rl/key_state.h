@@ -134,8 +134,10 @@ class KeyState {
   const void* block() const { return block_; }
 
  private:
+  // A refund or charge; a charge with `max_wait_ms` >= 0 is ChargeWithin.
   absl::StatusOr<Decision> Adjust(std::string_view scope, absl::Span<const Limit> limits,
-                                  int64_t amount, int64_t now_ms, bool refund, bool* changed);
+                                  int64_t amount, int64_t now_ms, bool refund, int64_t max_wait_ms,
+                                  bool* changed);
 
   void* block_ = nullptr;  // see key_state_block.h
 };
