@@ -222,6 +222,14 @@ absl::Status Server::Start() {
                          state_.metrics_port));
     }
   }
+  for (const FrontEndFactory& make : factories_) {
+    auto front_end = make(&state_);
+    if (!front_end.ok()) return front_end.status();
+    if (*front_end == nullptr) continue;  // not configured
+    st = (*front_end)->Start();
+    if (!st.ok()) return st;
+    state_.front_ends.push_back(*std::move(front_end));
+  }
   asio::io_context& main_ctx = workers_[0]->context();
   boost::system::error_code ec;
   asio::ip::address address;
@@ -355,6 +363,7 @@ int Server::Run() {
   // Whatever the grace period left behind is freed now, with every worker still whole.
   for (auto& w : workers_) w->Drain();
   if (metrics_) metrics_->Stop();
+  for (auto& front_end : state_.front_ends) front_end->Stop();
   // Every worker has stopped, so this snapshot holds every grant made.
   snapshotter_->Stop();
   int exit_code = 0;
