@@ -82,11 +82,10 @@ constexpr NumericSetting kSettings[] = {
      [](ServerConfig& c, int64_t v) { c.shutdown_grace_ms = v; },
      [](const ServerConfig& c) { return c.shutdown_grace_ms; },
      "how long SIGTERM/SIGINT lets clients take their replies before closing them, e.g. 5s"},
-    {"envoy-port", SettingUnit::kCount, -1, 65535,
+    {"envoy-port", SettingUnit::kCount, 0, 65535,
      [](ServerConfig& c, int64_t v) { c.envoy_port = static_cast<int>(v); },
      [](const ServerConfig& c) { return int64_t{c.envoy_port}; },
-     "Envoy's rate limit service (gRPC ShouldRateLimit) on the --bind address (0 = off; -1 = "
-     "any free port, printed as 'rl-server envoy: listening on HOST:PORT')"},
+     "Envoy's rate limit service (gRPC ShouldRateLimit) on the --bind address (0 = off)"},
     {"envoy-backend-timeout", SettingUnit::kDurationMs, 1, 60'000,
      [](ServerConfig& c, int64_t v) { c.envoy_backend_timeout_ms = v; },
      [](const ServerConfig& c) { return c.envoy_backend_timeout_ms; },

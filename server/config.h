@@ -53,7 +53,7 @@ struct ServerConfig {
   int64_t shutdown_grace_ms = 5000;
   DebugCommandMode enable_debug_command = DebugCommandMode::kNo;
   // Envoy's rate limit service (gRPC ShouldRateLimit, envoy/service/): its port on --bind (0 =
-  // off, -1 = any free port), the directory of envoyproxy/ratelimit YAML rule files (re-read on
+  // off), the directory of envoyproxy/ratelimit YAML rule files (re-read on
   // SIGHUP), whether answers carry RateLimit headers, where state lives ("" = this server's engine;
   // "host:port" = an rl-server; "cluster:host:port[,host:port...]" = a Redis Cluster with rl.so),
   // the backend's time budget per call, and the largest request message accepted.

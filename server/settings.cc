@@ -82,7 +82,7 @@ std::vector<Setting> MakeSettings() {
            "yes|no: ShouldRateLimit answers carry the RateLimit response headers"),
       Text("envoy-backend", &ServerConfig::envoy_backend,
            "where --envoy-port's counts live: empty = this server's engine; HOST:PORT = an "
-           "rl-server; cluster:HOST:PORT[,HOST:PORT...] = a Redis Cluster with rl.so"),
+           "rl-server; cluster:HOST:PORT,... = some nodes of a Redis Cluster with rl.so"),
       Number("envoy-backend-timeout"),
       Number("envoy-max-message"),
       Choice("enable-debug-command", &kDebugCommand,

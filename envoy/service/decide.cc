@@ -144,7 +144,9 @@ absl::StatusOr<Plan> MakePlan(const RuleSet& rules, const pb::RateLimitRequest& 
 void Answer(const Plan& plan, absl::Span<const rl::Decision> decisions,
             const AnswerOptions& options, EnvoyStats* stats, pb::RateLimitResponse* response) {
   Code overall = pb::RateLimitResponse::OK;
-  const rl::Decision* binding = nullptr;
+  // A copy: the decision of a requests_per_unit 0 rule lives only in its iteration.
+  rl::Decision binding;
+  bool has_binding = false;
   std::string_view binding_name;
   bool binding_denies = false;
   for (const Plan::Item& item : plan.items) {
@@ -179,9 +181,10 @@ void Answer(const Plan& plan, absl::Span<const rl::Decision> decisions,
     }
     // The headers follow the denying descriptor, else the one with the least remaining.
     const bool denies = over && !item.shadow;
-    if (binding == nullptr || denies != binding_denies ? binding == nullptr || denies
-                                                       : d.remaining < binding->remaining) {
-      binding = &d;
+    if (!has_binding || denies != binding_denies ? !has_binding || denies
+                                                 : d.remaining < binding.remaining) {
+      binding = d;
+      has_binding = true;
       binding_denies = denies;
       binding_name = item.name.empty() ? std::string_view(kStateScope) : item.name;
     }
@@ -194,8 +197,8 @@ void Answer(const Plan& plan, absl::Span<const rl::Decision> decisions,
     }
   }
   response->set_overall_code(overall);
-  if (options.headers && binding != nullptr) {
-    rl::Decision shown = *binding;
+  if (options.headers && has_binding) {
+    rl::Decision shown = binding;
     if (overall == pb::RateLimitResponse::OK) shown.allowed = true;
     for (const rl::HeaderField& h : rl::HeaderValues(shown, binding_name, options.wall_now_ms)) {
       auto* header = response->add_response_headers_to_add();

@@ -14,6 +14,7 @@
 #include "decide.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "envoy_stats.h"
+#include "google/protobuf/stubs/logging.h"
 #include "server.h"
 #include "server_state.h"
 #include "text.h"
@@ -120,11 +121,14 @@ class EnvoyFrontEnd final : public server::FrontEnd {
       if (!remote.ok()) return remote.status();
       backend = *std::move(remote);
     }
+    // protobuf would log each request whose strings are not UTF-8 (gRPC fails them before the
+    // handler): a client could flood stderr with them.
+    google::protobuf::SetLogHandler(nullptr);
     service_ = std::make_unique<Service>(state_, *std::move(rules), std::move(backend));
     grpc::ServerBuilder builder;
     const std::string host = c.bind.find(':') != std::string::npos ? "[" + c.bind + "]" : c.bind;
     int bound = 0;
-    builder.AddListeningPort(fmt::format("{}:{}", host, std::max(c.envoy_port, 0)),
+    builder.AddListeningPort(fmt::format("{}:{}", host, c.envoy_port),
                              grpc::InsecureServerCredentials(), &bound);
     builder.SetMaxReceiveMessageSize(static_cast<int>(c.envoy_max_message));
     builder.RegisterService(service_.get());
@@ -137,8 +141,7 @@ class EnvoyFrontEnd final : public server::FrontEnd {
       server::LogLine(
           fmt::format("warning: envoy-port {}:{} takes calls without a password", c.bind, bound));
     }
-    state_->config.envoy_port = bound;  // in force (CONFIG GET), as --port 0 is
-    // Before the readiness line: what scripts and tests learn the port from (with port -1).
+    // Before the readiness line, for scripts and tests.
     fmt::print("rl-server envoy: listening on {}:{}\n", c.bind, bound);
     std::fflush(stdout);
     return absl::OkStatus();

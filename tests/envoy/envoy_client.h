@@ -24,19 +24,23 @@ namespace rl::test {
 namespace rls = ::envoy::service::ratelimit::v3;
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
-// rl-server started with `flags` plus --envoy-port -1; envoy_port() is the port it printed.
+// rl-server started with `flags` plus --envoy-port on a port free a moment before (another
+// process may take it in between: then the start fails and is tried again on another port).
 class EnvoyServer {
  public:
   explicit EnvoyServer(std::vector<std::string> flags) {
-    std::vector<std::string> argv = {RL_SERVER_PATH, "--quiet", "--port", "0",
-                                     "--envoy-port", "-1"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    rl_test::SpawnOptions spawn;
-    if (!process_.Start(argv, spawn)) return;
-    const auto timeout = std::chrono::milliseconds(20000);
-    envoy_port_ = rl_test::ReadyPort(process_, "rl-server envoy: listening on ", timeout);
-    if (envoy_port_ > 0)
-      port_ = rl_test::ReadyPort(process_, "rl-server ready: listening on ", timeout);
+    for (int attempt = 0; attempt < 3 && port_ == 0; ++attempt) {
+      std::vector<std::string> argv = {RL_SERVER_PATH, "--quiet",
+                                       "--port",       "0",
+                                       "--envoy-port", std::to_string(rl_test::FreeLoopbackPort())};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      if (!process_.Start(argv, rl_test::SpawnOptions{})) continue;
+      const auto timeout = std::chrono::milliseconds(20000);
+      envoy_port_ = rl_test::ReadyPort(process_, "rl-server envoy: listening on ", timeout);
+      if (envoy_port_ > 0) {
+        port_ = rl_test::ReadyPort(process_, "rl-server ready: listening on ", timeout);
+      }
+    }
     if (port_ > 0) {
       channel_ = grpc::CreateChannel(fmt_address(), grpc::InsecureChannelCredentials());
       stub_ = rls::RateLimitService::NewStub(channel_);

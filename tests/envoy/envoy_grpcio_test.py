@@ -30,8 +30,25 @@ def generate_stubs(out_dir):
                     "--plugin=protoc-gen-grpc=" + ARGS.plugin] + protos, check=True)
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_server(rules_dir):
-    proc = subprocess.Popen([ARGS.server, "--quiet", "--port", "0", "--envoy-port", "-1",
+    # A port free a moment ago; another process may take it first, so a failed start is retried.
+    for _ in range(3):
+        try:
+            return start_server_once(rules_dir, free_port())
+        except RuntimeError:
+            pass
+    raise RuntimeError("rl-server did not start")
+
+
+def start_server_once(rules_dir, port):
+    proc = subprocess.Popen([ARGS.server, "--quiet", "--port", "0", "--envoy-port", str(port),
                              "--envoy-rules", rules_dir, "--envoy-headers", "yes"],
                             stdout=subprocess.PIPE, text=True)
     envoy_port = None
@@ -45,6 +62,7 @@ def start_server(rules_dir):
         if line.startswith("rl-server ready: "):
             return proc, envoy_port
     proc.kill()
+    proc.wait()
     raise RuntimeError("rl-server did not start")
 
 

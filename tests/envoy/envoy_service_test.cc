@@ -1,7 +1,10 @@
 // Envoy's rate limit service API against the real rl-server (one server for the binary): a gRPC
 // client generated from the project's Envoy-shaped protos calls ShouldRateLimit over the rules in
 // tests/envoy/rules, and checks every field Envoy reads.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -307,6 +310,59 @@ TEST(EnvoyBackendTest, UnreachableBackendFailsFast) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
     EXPECT_LT(took, std::chrono::milliseconds(1000));
   }
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// A backend that accepts connections and never answers: each call fails with UNAVAILABLE once the
+// backend timeout (50 ms) has passed, long before the caller's deadline.
+TEST(EnvoyBackendTest, StalledBackendFailsWithinItsTimeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 64), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  EnvoyServer server({"--envoy-rules", RL_ENVOY_RULES_DIR, "--envoy-backend",
+                      "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)),
+                      "--envoy-backend-timeout", "50ms"});
+  ASSERT_GT(server.port(), 0);
+  for (int i = 0; i < 3; ++i) {
+    rls::RateLimitResponse resp;
+    const auto start = std::chrono::steady_clock::now();
+    grpc::Status st = server.Call(Request("rl_test", {{{"remote_address", "1"}}}), &resp,
+                                  std::chrono::milliseconds(5000));
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
+  }
+  EXPECT_EQ(server.Terminate(), 0);
+  ::close(fd);
+}
+
+// Without --config, SIGHUP still re-reads the rules directory (the policies, set by RL.POLICY,
+// are left alone).
+TEST(EnvoyFlagsOnlyTest, SighupReloadsTheRulesWithoutAConfigFile) {
+  rl_test::TempDir dir("rl-envoy-flags");
+  const fs::path rules = fs::path(dir.path());
+  WriteText(rules / "r.yaml",
+            "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, "
+            "requests_per_unit: 7}\n");
+  EnvoyServer server({"--envoy-rules", rules.string()});
+  ASSERT_GT(server.port(), 0);
+  rls::RateLimitResponse resp;
+  ASSERT_TRUE(server.Call(Request("d", {{{"k", "v"}}}), &resp).ok());
+  EXPECT_EQ(resp.statuses(0).current_limit().requests_per_unit(), 7u);
+  WriteText(rules / "r.yaml",
+            "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, "
+            "requests_per_unit: 9}\n");
+  server.Signal(SIGHUP);
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_TRUE(server.Call(Request("d", {{{"k", "w"}}}), &resp).ok());
+    if (resp.statuses(0).current_limit().requests_per_unit() == 9u) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(resp.statuses(0).current_limit().requests_per_unit(), 9u);
   EXPECT_EQ(server.Terminate(), 0);
 }
 
