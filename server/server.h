@@ -93,6 +93,8 @@ class Server {
   void AddFrontEnd(FrontEndFactory factory) { factories_.push_back(std::move(factory)); }
 
  private:
+  // Makes and starts the configured front ends (AddFrontEnd), before the RESP listener.
+  absl::Status StartFrontEnds();
   void Accept();
   void WaitSignal();
   void Reload();
