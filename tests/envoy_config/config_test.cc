@@ -154,6 +154,32 @@ TEST(ConfigTest, BadConfigsNameFileLineAndKey) {
   }
 }
 
+// Whatever a file holds, loading it answers an error, never a crash or an exception.
+TEST(ConfigTest, MalformedFilesAreErrorsNeverCrashes) {
+  std::string nested = "domain: d\ndescriptors:\n";
+  for (int i = 0; i < 100; ++i) {
+    nested +=
+        std::string(2 * i + 2, ' ') + "- key: k\n" + std::string(2 * i + 4, ' ') + "descriptors:\n";
+  }
+  const std::string inputs[] = {"\t",
+                                "{{{{",
+                                std::string(100'000, '['),
+                                std::string("\0\xff\xfe", 3),
+                                "a: *unknown_alias",
+                                "- - -",
+                                "domain: [d]",
+                                "domain: d\ndescriptors: {key: k}",
+                                "domain: d\ndescriptors:\n  - 5",
+                                "domain: d\ndescriptors:\n  - key: k\n    rate_limit: 5",
+                                "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rl: [1]}",
+                                nested};
+  for (const std::string& input : inputs) {
+    auto set = RuleSet::LoadString(input, "bad.yaml");
+    EXPECT_FALSE(set.ok()) << input.substr(0, 40);
+    if (!set.ok()) EXPECT_EQ(set.status().message().substr(0, 9), "bad.yaml:");
+  }
+}
+
 class DirectoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -184,6 +210,17 @@ TEST_F(DirectoryTest, EveryYamlFileIsADomain) {
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ((*set)->Domains(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(Only(**set, {{"k", "x"}}, "b").requests_per_unit, 2u);
+}
+
+// A Kubernetes ConfigMap volume: the files are symlinks into a hidden, versioned directory.
+TEST_F(DirectoryTest, SymlinkedFilesAsAConfigMapMountsThem) {
+  std::filesystem::create_directories(dir_ / "..2026_12_02_00_00_00.1" / "nested");
+  Write("..2026_12_02_00_00_00.1/edge.yaml", Domain("edge", 3));
+  std::filesystem::create_directory_symlink("..2026_12_02_00_00_00.1", dir_ / "..data");
+  std::filesystem::create_symlink("..data/edge.yaml", dir_ / "edge.yaml");
+  auto set = RuleSet::LoadDirectory(dir_.string());
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)->Domains(), (std::vector<std::string>{"edge"}));
 }
 
 TEST_F(DirectoryTest, ADomainInTwoFilesIsAnErrorNamingTheSecond) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -55,6 +56,7 @@ const Limited kLimited[] = {
     // The previous window's weight may keep a sliding window denied into the next one.
     {{"RL.CHECK", "sw", "SLIDING_WINDOW", "2", "1m"}, 2 * 60000},
     {{"RL.CHECK", "fw", "FIXED_WINDOW", "2", "1m"}, 60000},
+    {{"RL.CHECK", "aw", "ALIGNED_WINDOW", "2", "1m"}, 60000},
     {{"RL.CHECK", "blk", "SLIDING_LOG", "1", "1m", "BLOCK", "5m"}, 5 * 60000},
     {{"RL.ACQUIRE", "lease", "CONCURRENCY", "1", "LEASE", "1m"}, 60000},
 };
@@ -233,6 +235,54 @@ TEST_F(RlClockStepTest, AForwardStepWhileRunningIsCountedAndLogged) {
   EXPECT_GE(RlStat(server, "wall_clock_step_ms"), kStepMs - 1000);
   EXPECT_LE(RlStat(server, "wall_clock_step_ms"), kStepMs + 60000);
   EXPECT_NE(server.ReadLog().find("the wall clock stepped forward"), std::string::npos);
+}
+
+// ALIGNED_WINDOW takes the grid of the node's wall clock when rl.so loads and keeps it when that
+// clock steps later (rl.so's node clock is anchored once, as rl-server's). The step stays inside
+// the key's window: Redis expires keys by the wall clock, which a longer step would cross (the
+// limitation AForwardStepWhileRunningIsCountedAndLogged shows).
+TEST_F(RlClockStepTest, AlignedWindowsTakeTheWallClocksGridAtLoadAndKeepItThroughASteps) {
+  constexpr int64_t kDayMs = int64_t{24} * 3'600'000;
+  const auto off_the_day_grid = [](int64_t reset_after_ms, int64_t wall_ms) {
+    int64_t d = (reset_after_ms - (kDayMs - wall_ms % kDayMs)) % kDayMs;
+    if (d > kDayMs / 2) d -= kDayMs;
+    if (d <= -kDayMs / 2) d += kDayMs;
+    return d;
+  };
+  TempFile shift_file{std::string(8, '\0')};
+  const auto set_shift = [&](int64_t ms) {
+    const int fd = ::open(shift_file.path().c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, &ms, sizeof(ms), 0), static_cast<ssize_t>(sizeof(ms)));
+    ::close(fd);
+  };
+  constexpr int64_t kAheadMs = 22 * 60'000 + 17'345;  // the node's days start 22 min early
+  set_shift(kAheadMs);
+  RedisServer server(RlOptions());
+  setenv("LD_PRELOAD", RL_WALL_SHIFT_PATH, 1);
+  setenv("RL_TEST_WALL_SHIFT_FILE", shift_file.path().c_str(), 1);
+  ::testing::AssertionResult started = server.Start();
+  unsetenv("LD_PRELOAD");
+  unsetenv("RL_TEST_WALL_SHIFT_FILE");
+  ASSERT_TRUE(started);
+  const int64_t wall = TimeMs(server.Call({"TIME"}));
+  ASSERT_GT(wall / 1000 - std::time(nullptr), kAheadMs / 1000 - 30) << "the shim is not active";
+  const Cmd check = {"RL.CHECK", "a", "ALIGNED_WINDOW", "5", "1d"};
+  const std::vector<int64_t> first = DecisionOf(server.Call(check));
+  ASSERT_EQ(first.size(), 5u);
+  EXPECT_EQ(first[2], 4);
+  EXPECT_LE(std::llabs(off_the_day_grid(first[4], wall)), 5'000)
+      << "reset_after_ms " << first[4] << " at node wall time " << wall;
+  // Half of what is left of the day: a window that moved with the clock would end that much
+  // sooner (hours, except in the last minutes of a UTC day).
+  const int64_t step = first[4] / 2;
+  set_shift(kAheadMs + step);
+  ASSERT_GE(TimeMs(server.Call({"TIME"})) - wall, step) << "the shim did not step";
+  const std::vector<int64_t> second = DecisionOf(server.Call(check));
+  ASSERT_EQ(second.size(), 5u);
+  EXPECT_EQ(second[2], 3) << "the same window counts on";
+  EXPECT_LE(second[4], first[4]);
+  EXPECT_GE(second[4], first[4] - 30'000);
 }
 
 }  // namespace
