@@ -52,6 +52,17 @@ struct ServerConfig {
   // How long SIGTERM/SIGINT waits for clients to take their replies before closing them.
   int64_t shutdown_grace_ms = 5000;
   DebugCommandMode enable_debug_command = DebugCommandMode::kNo;
+  // Envoy's rate limit service (gRPC ShouldRateLimit, envoy/service/): its port on --bind (0 =
+  // off), the directory of envoyproxy/ratelimit YAML rule files (re-read on
+  // SIGHUP), whether answers carry RateLimit headers, where state lives ("" = this server's engine;
+  // "host:port" = an rl-server; "cluster:host:port[,host:port...]" = a Redis Cluster with rl.so),
+  // the backend's time budget per call, and the largest request message accepted.
+  int envoy_port = 0;
+  std::string envoy_rules;
+  bool envoy_headers = false;
+  std::string envoy_backend;
+  int64_t envoy_backend_timeout_ms = 15;
+  size_t envoy_max_message = 64 << 10;
   // (name, spec) from the config file's [policies] table, in file order.
   std::vector<std::pair<std::string, std::string>> policies;
   // The settings given on the command line (flag names without "--"): they win over the file,

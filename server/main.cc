@@ -7,6 +7,9 @@
 #include "config.h"
 #include "policies.h"
 #include "server.h"
+#ifdef RL_ENVOY_SERVICE
+#include "service.h"
+#endif
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished must not kill the process
@@ -25,6 +28,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   rl::server::Server server(std::move(cl.config));
+#ifdef RL_ENVOY_SERVICE
+  server.AddFrontEnd(rl::envoy::EnvoyFrontEndFactory());
+#endif
   absl::Status st = server.Start();
   if (!st.ok()) {
     rl::server::LogLine(rl::server::ToStd(st.message()));

@@ -215,6 +215,7 @@ std::string RenderMetrics(const ServerState& st) {
   RenderLatency(&out, latency);
   RenderReloads(&out, st);
   RenderSnapshots(&out, st);
+  for (const auto& front_end : st.front_ends) front_end->RenderMetrics(&out);
   return out;
 }
 

@@ -71,25 +71,38 @@ void ReloadConfig(ServerState* state) {
     log(fmt::format("SIGHUP: {}", message));
     state->reloads.Record(false, state->clock->WallMs(), std::move(message), {});
   };
-  if (running.config_file.empty()) return fail("no --config file: nothing to reload");
+  // Without a file, only what the front ends read themselves (the Envoy rules directory) reloads.
+  const bool file = !running.config_file.empty();
+  if (!file && state->front_ends.empty()) return fail("no --config file: nothing to reload");
   // Everything start would check, before anything changes: a file the server could not start
   // with is refused whole, and the running server keeps what it has.
-  auto next = ReloadConfigFile(running);
-  absl::Status st = next.ok() ? state->policies.LoadFromConfig(next->policies) : next.status();
+  auto next = file ? ReloadConfigFile(running) : absl::StatusOr<ServerConfig>(running);
+  // Every front end checks its part first; policies apply last (their load is the commit).
+  std::vector<std::function<void()>> commits;
+  absl::Status st = next.status();
+  for (size_t i = 0; st.ok() && i < state->front_ends.size(); ++i) {
+    auto commit = state->front_ends[i]->PrepareReload(*next);
+    if (commit.ok()) commits.push_back(*std::move(commit));
+    st = commit.status();
+  }
+  if (st.ok() && file) st = state->policies.LoadFromConfig(next->policies);
   if (!st.ok()) {
     return fail(
         fmt::format("reload failed, nothing changed (a restart with this file would "
                     "fail too): {}",
                     ToStd(st.message())));
   }
-  // Only policies apply while running; name every other change so none goes unnoticed.
+  for (auto& commit : commits) commit();
+  // Only policies (and the front ends' rules) apply while running; name every other change so none
+  // goes unnoticed.
   std::vector<std::string> pending = ChangedSettings(running, *next);
   for (const std::string& change : pending) {
     log(fmt::format("SIGHUP: setting {} in {} is not reloadable: it applies at the next restart",
                     change, running.config_file));
   }
   std::string message =
-      fmt::format("reloaded {} policies from {}", next->policies.size(), running.config_file);
+      file ? fmt::format("reloaded {} policies from {}", next->policies.size(), running.config_file)
+           : std::string("reloaded the front ends' rules (no --config file)");
   if (!pending.empty()) {
     message += fmt::format("; {} setting(s) wait for a restart", pending.size());
   }

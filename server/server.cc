@@ -171,8 +171,7 @@ Server::~Server() = default;
 
 absl::Status Server::Start() {
   state_.configured = state_.config;
-  absl::Status fds = FitMaxClientsToFileLimit(&state_.config);
-  if (!fds.ok()) return fds;
+  if (absl::Status fds = FitMaxClientsToFileLimit(&state_.config); !fds.ok()) return fds;
   const ServerConfig& c = state_.config;
   rl::LimiterOptions options;
   options.max_keys = c.max_keys;
@@ -210,6 +209,7 @@ absl::Status Server::Start() {
   snapshotter_ = std::make_unique<Snapshotter>(&state_);
   state_.snapshotter = snapshotter_.get();
   st = snapshotter_->Load();
+  if (st.ok()) st = StartFrontEnds();  // after the load, as the RESP listener
   if (!st.ok()) return st;
   if (c.metrics_port > 0) {
     metrics_ = std::make_unique<MetricsHttpServer>(&state_);
@@ -247,6 +247,18 @@ absl::Status Server::Start() {
                                                     &state_.global.accept_resource_errors);
   signals_ = std::make_unique<asio::signal_set>(control_ctx_, SIGTERM, SIGINT, SIGHUP);
   grace_timer_ = std::make_unique<asio::steady_timer>(control_ctx_);
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartFrontEnds() {
+  for (const FrontEndFactory& make : factories_) {
+    auto front_end = make(&state_);
+    if (!front_end.ok()) return front_end.status();
+    if (*front_end == nullptr) continue;  // not configured
+    absl::Status st = (*front_end)->Start();
+    if (!st.ok()) return st;
+    state_.front_ends.push_back(*std::move(front_end));
+  }
   return absl::OkStatus();
 }
 
@@ -355,6 +367,7 @@ int Server::Run() {
   // Whatever the grace period left behind is freed now, with every worker still whole.
   for (auto& w : workers_) w->Drain();
   if (metrics_) metrics_->Stop();
+  for (auto& front_end : state_.front_ends) front_end->Stop();
   // Every worker has stopped, so this snapshot holds every grant made.
   snapshotter_->Stop();
   int exit_code = 0;

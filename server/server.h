@@ -89,8 +89,12 @@ class Server {
   // failed or a second SIGTERM/SIGINT cut the grace period short.
   int Run();
   int port() const { return state_.port; }
+  // A front end beside RESP, made at Start (when its factory returns one) and stopped at exit.
+  void AddFrontEnd(FrontEndFactory factory) { factories_.push_back(std::move(factory)); }
 
  private:
+  // Makes and starts the configured front ends (AddFrontEnd), before the RESP listener.
+  absl::Status StartFrontEnds();
   void Accept();
   void WaitSignal();
   void Reload();
@@ -101,6 +105,7 @@ class Server {
   void ForceStop();
 
   ServerState state_;
+  std::vector<FrontEndFactory> factories_;
   std::unique_ptr<Snapshotter> snapshotter_;  // after state_: it reads state_ until destroyed
   std::unique_ptr<MetricsHttpServer> metrics_;
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -15,6 +15,7 @@
 #include "command_table.h"
 #include "config.h"
 #include "debug_commands.h"
+#include "front_end.h"
 #include "policies.h"
 #include "reload.h"
 #include "rl/clock.h"
@@ -56,6 +57,8 @@ struct ServerState {
   std::string run_id;                  // 40 hex chars, as Redis
   Snapshotter* snapshotter = nullptr;  // owned by Server; null until Start
   int metrics_port = 0;                // the Prometheus port actually bound; 0 = off
+  // Started front ends beside RESP (front_end.h), in AddFrontEnd order; set by Server::Start.
+  std::vector<std::unique_ptr<FrontEnd>> front_ends;
 };
 
 // Constant-time comparison of a password guess (time depends only on the guess's length).

@@ -74,6 +74,17 @@ std::vector<Setting> MakeSettings() {
            "refuse to start when the snapshot file exists but cannot be loaded (default: log and "
            "start empty)"),
       Number("metrics-port"),
+      Number("envoy-port"),
+      Text("envoy-rules", &ServerConfig::envoy_rules,
+           "DIR of envoyproxy/ratelimit YAML rule files (*.yaml, *.yml) for --envoy-port; "
+           "re-read on SIGHUP"),
+      Flag("envoy-headers", SettingKind::kYesNo, &ServerConfig::envoy_headers,
+           "yes|no: ShouldRateLimit answers carry the RateLimit response headers"),
+      Text("envoy-backend", &ServerConfig::envoy_backend,
+           "where --envoy-port's counts live: empty = this server's engine; HOST:PORT = an "
+           "rl-server; cluster:HOST:PORT,... = some nodes of a Redis Cluster with rl.so"),
+      Number("envoy-backend-timeout"),
+      Number("envoy-max-message"),
       Choice("enable-debug-command", &kDebugCommand,
              "no|yes|local: allow DEBUG (moves the server's clock, for tests; never in "
              "production) to no client, every client, or clients on this machine"),
