@@ -40,15 +40,6 @@ int64_t UnitSeconds(Unit unit);
 std::string_view UnitName(Unit unit);
 // Case-insensitive inverse of UnitName.
 std::optional<Unit> ParseUnit(std::string_view name);
-// The value of the unit in Envoy's proto enum (SECOND = 1 ... YEAR = 7; 0 is UNKNOWN).
-inline int UnitProtoValue(Unit unit) { return static_cast<int>(unit) + 1; }
-// The inverse: nullopt for UNKNOWN (0) and values past YEAR (a request's limit override may carry
-// either).
-inline std::optional<Unit> UnitFromProtoValue(int value) {
-  if (value < 1 || value > 7) return std::nullopt;
-  return static_cast<Unit>(value - 1);
-}
-
 // One descriptor's rate_limit: what a matched descriptor is limited by.
 struct Rule {
   std::string name;                   // rate_limit.name; may be empty
