@@ -70,6 +70,22 @@ union PendingArray {
 // call was refused for want of room: refresh what it found), or stop (an error).
 enum class Room : uint8_t { kWrite, kRefresh, kStop };
 
+// Stores a limit's result a word at a time. The result is computed in registers; assigned whole,
+// GCC wrote it to the stack a word at a time and read it back 16 bytes at a time, which the CPU
+// cannot forward from those stores (three stalls, ~15% of a one-limit check's time). The empty
+// asm keeps the words apart; it generates no code.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PutResult(LimitResult& out, const LimitResult& r) {
+  int64_t limit = r.limit, window = r.window_ms, remaining = r.remaining, retry = r.retry_after_ms,
+          reset = r.reset_after_ms;
+  asm("" : "+r"(limit), "+r"(window), "+r"(remaining), "+r"(retry), "+r"(reset));
+  out.allowed = r.allowed;
+  out.limit = limit;
+  out.window_ms = window;
+  out.remaining = remaining;
+  out.retry_after_ms = retry;
+  out.reset_after_ms = reset;
+}
+
 // Evaluates one limit on the state its store holds, changing nothing but a log's expired runs.
 template <RunOp kOp, class S, class Q>
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult Evaluate(S& s, Q& q, const Limit& limit,
@@ -206,7 +222,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RunChecks(S& s, absl::Span<const Limit>
   // time), which can only admit less, never more.
   const int64_t now = s.Now();
   RL_UNROLL_LIMITS
-  for (size_t i = 0; i < n; ++i) results[i] = Evaluate<kOp>(s, p[i], limits[i], now, cost);
+  for (size_t i = 0; i < n; ++i)
+    PutResult(results[i], Evaluate<kOp>(s, p[i], limits[i], now, cost));
   if (ABSL_PREDICT_FALSE(blocks != 0))
     ApplyBlocks<kOp, true>(s.Blocks(), p, limits, results, now, cost);
   // The decision now, while its limits' results are at hand (a refusal for want of room redoes

@@ -1,7 +1,7 @@
 // The per-check pieces that every holder of limit state runs: validation of a check (and of a
 // refund, charge or acquire), penalty blocks, the choice of the binding limit, and shadow mode. The
-// sharded store (limiter.cc) and a caller-held key state (key_state.cc, the Redis module's value)
-// both call these, so a check means the same wherever its state lives.
+// one pipeline (pipeline.h) calls these for the sharded store and for a caller-held key state (the
+// Redis module's value) alike, so a check means the same wherever its state lives.
 #pragma once
 
 #include <algorithm>
