@@ -194,7 +194,9 @@ inline void Limiter::Impl::WriteBack(CheckArgs a, CheckFrame& f, uint32_t unstor
 template <Limiter::Impl::Op kOp, size_t kN>
 inline void Limiter::Impl::Refresh(CheckArgs a) {
   // Nothing consumed. State found fresh-equivalent is dropped here (lazy expiry); the rest only
-  // gets its expiry refreshed, which a changed limit may have moved.
+  // gets its expiry refreshed, which a changed limit may have moved. An unchanged expiry word is
+  // not written: a denial that changes nothing leaves its slot's cache line shared, so threads
+  // denied on one hot key do not pass the line between cores.
   for (size_t i = 0; i < (kN != 0 ? kN : a.n); ++i) {
     Pending& q = a.p[i];
     Shard& sh = shards_[q.shard];
@@ -204,11 +206,11 @@ inline void Limiter::Impl::Refresh(CheckArgs a) {
     if (q.expiry_ms <= a.now) {
       if (sh.Erase(q.kind, q.key)) ++sh.expired;
     } else if (q.two_slot != nullptr) {
-      q.two_slot->expiry = expiry;
+      if (q.two_slot->expiry != expiry) q.two_slot->expiry = expiry;
     } else if (q.three_slot != nullptr) {
-      q.three_slot->expiry = expiry;
+      if (q.three_slot->expiry != expiry) q.three_slot->expiry = expiry;
     } else if (q.log_slot != nullptr) {
-      q.log_slot->expiry = expiry;
+      if (q.log_slot->expiry != expiry) q.log_slot->expiry = expiry;
     } else if constexpr (kOp != Op::kCheck) {
       q.lease_slot->expiry = expiry_.Encode(q.expiry_ms, internal::kLevelProtected);
     }
@@ -224,13 +226,13 @@ inline void Limiter::Impl::Apply(std::string_view scope, std::string_view key,
   const size_t n = kN != 0 ? kN : limits.size();
   CheckArgs a{limits, n, cost, 0, out.limits.data(), pending.items};
   const int64_t blocks = Prepare<kOp, kN>(scope, key, a, f);
-  f.lock_count = LockShards(f.locked, n);
-  // One `now` per check, read under the locks so a check that waited for a lock does not act on
-  // a time older than the state it finds. A clock may still answer a time read earlier
-  // (rl-server's CommandClock hands out its I/O thread's reading of the batch): every step keeps
-  // counting a state newer than `now` (no refill, no new window, log runs at the newest run's
-  // time), which can only admit less, never more.
+  // One `now` per check, read before the locks so the clock's cost is not spent holding them. A
+  // check that then waits for a lock may act on a time older than the state it finds (as with
+  // rl-server's CommandClock, which hands out its I/O thread's reading of the batch): every step
+  // keeps counting a state newer than `now` (no refill, no new window, log runs at the newest
+  // run's time), which can only admit less, never more.
   a.now = clock_->NowMs();
+  f.lock_count = LockShards(f.locked, n);
   EvaluateAll<kOp, kN>(a);
   if (ABSL_PREDICT_FALSE(blocks != 0)) {
     ApplyBlocks(a.p, limits, a.results, a.now, cost, kOp != Op::kPeek);
