@@ -171,13 +171,10 @@ Server::~Server() = default;
 
 absl::Status Server::Start() {
   state_.configured = state_.config;
-  absl::Status fds = FitMaxClientsToFileLimit(&state_.config);
-  if (!fds.ok()) return fds;
+  if (absl::Status fds = FitMaxClientsToFileLimit(&state_.config); !fds.ok()) return fds;
   const ServerConfig& c = state_.config;
   rl::LimiterOptions options;
   options.max_keys = c.max_keys;
-  // More I/O threads meet more often on one shard: the shard count follows them (and not the
-  // key bound alone, which gave 32 shards at --max-keys 100000).
   options.shards = rl::ShardsForThreads(static_cast<size_t>(c.threads), c.max_keys);
   options.max_memory_bytes = c.max_memory;
   options.overflow = c.overflow;
