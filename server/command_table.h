@@ -27,6 +27,7 @@ class WorkerStats;
 
 struct CommandSpec;
 class Transaction;
+class PolicyCache;
 
 // Per-connection state that commands read and change. CLIENT LIST reads it from other threads:
 // the fields after `id` that change are atomics or written under the ClientRegistry's lock.
@@ -72,6 +73,8 @@ struct CommandContext {
   rl::command::LimitCache* limit_cache = nullptr;
   // The connection's MULTI/WATCH state; null when not run by a connection.
   Transaction* txn = nullptr;
+  // The connection's named policies (RL.* POLICY name); null = the store's lookup every time.
+  PolicyCache* policy_cache = nullptr;
 };
 
 using Handler = void (*)(CommandContext& ctx);

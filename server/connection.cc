@@ -227,7 +227,7 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
   // RL.* commands run between transactions, never inside another client's.
   if (spec->family == kFamilyRl) worker_->HoldGate();
   bool was_authenticated = session_.authenticated;
-  CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_, &txn_};
+  CommandContext ctx{args, writer_, session_, state, stats, &limit_cache_, &txn_, &policy_cache_};
   {
     CommandClock::Scope now(stats.mark_ns());  // the limiter's `now`, read already
     spec->handler(ctx);

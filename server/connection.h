@@ -18,6 +18,7 @@
 
 #include "command_table.h"
 #include "handler_memory.h"
+#include "policies.h"
 #include "resp/parser.h"
 #include "resp/writer.h"
 #include "transaction.h"
@@ -107,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ClientSession session_;
   rl::command::LimitCache limit_cache_;  // this client's last RL.* limit list, parsed
   Transaction txn_;                      // MULTI queue and WATCHed keys
+  PolicyCache policy_cache_;             // the policies this client's RL.* commands named
   // FindCommand's memo: the last known command's name as sent (up to 16 bytes) and its row.
   const CommandSpec* last_command_ = nullptr;
   std::array<char, 16> last_command_name_{};

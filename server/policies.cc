@@ -76,4 +76,30 @@ bool PolicyStore::Delete(std::string_view name) {
   return existed;
 }
 
+std::shared_ptr<const rl::Policy> PolicyCache::Find(const PolicyStore& store,
+                                                    std::string_view name) {
+  // Read before the lookup below: a change made in between is then seen by the next Find.
+  const uint64_t version = store.version();
+  if (version != version_) {
+    entries_.clear();
+    version_ = version;
+  }
+  const rl::Policy* found = nullptr;
+  for (const auto& p : entries_) {
+    if (p->name == name) {
+      found = p.get();
+      break;
+    }
+  }
+  if (found == nullptr) {
+    std::shared_ptr<const rl::Policy> p = store.Get(name);
+    if (p == nullptr) return nullptr;  // unknown names are not kept: they are errors anyway
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    found = p.get();
+    entries_.push_back(std::move(p));
+  }
+  // The aliasing constructor over an empty owner: a pointer without a reference count.
+  return std::shared_ptr<const rl::Policy>(std::shared_ptr<const rl::Policy>(), found);
+}
+
 }  // namespace rl::server

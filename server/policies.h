@@ -41,6 +41,7 @@ class PolicyStore {
   }
 
   std::shared_ptr<const rl::Policy> Get(std::string_view name) const { return registry_.Get(name); }
+  uint64_t version() const { return registry_.version(); }
   std::vector<std::shared_ptr<const rl::Policy>> List() const { return registry_.List(); }
   size_t size() const { return registry_.size(); }
   // Whether `name` was defined by RL.POLICY SET rather than the config file (snapshots keep
@@ -56,6 +57,24 @@ class PolicyStore {
   // Serializes SET/DEL against reloads so a reload never loses a concurrent SET.
   mutable absl::Mutex mu_;
   absl::flat_hash_set<std::string> runtime_names_ ABSL_GUARDED_BY(mu_);
+};
+
+// One connection's copies of the policies it has looked up, kept while the store's version is
+// unchanged, so a check by policy name takes no lock and writes no shared reference count: the
+// store's reader lock and the shared_ptr copy of every lookup were global writes per check,
+// which every I/O thread contends on. Not thread-safe: one per connection.
+class PolicyCache {
+ public:
+  // Policies kept at most; past that the cache starts over (a connection rarely uses more).
+  static constexpr size_t kMaxEntries = 16;
+
+  // The policy `name` of `store`, or null. The pointer it holds does not own the policy: the
+  // cache does, until its next Find (a command's one lookup stays valid for the command).
+  std::shared_ptr<const rl::Policy> Find(const PolicyStore& store, std::string_view name);
+
+ private:
+  uint64_t version_ = UINT64_MAX;  // the store's version the entries were read at
+  std::vector<std::shared_ptr<const rl::Policy>> entries_;
 };
 
 }  // namespace rl::server

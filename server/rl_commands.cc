@@ -144,6 +144,9 @@ class ServerRegistry {
 
 command::PolicyLookup Lookup(CommandContext& ctx) {
   PolicyStore* store = &ctx.state.policies;
+  if (PolicyCache* cache = ctx.policy_cache) {
+    return [store, cache](std::string_view name) { return cache->Find(*store, name); };
+  }
   return [store](std::string_view name) { return store->Get(name); };
 }
 

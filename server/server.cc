@@ -175,6 +175,7 @@ absl::Status Server::Start() {
   const ServerConfig& c = state_.config;
   rl::LimiterOptions options;
   options.max_keys = c.max_keys;
+  options.shards = rl::ShardsForThreads(static_cast<size_t>(c.threads), c.max_keys);
   options.max_memory_bytes = c.max_memory;
   options.overflow = c.overflow;
   InstallDebugClock(&state_);  // first: everything below reads the clock it installs

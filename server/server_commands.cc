@@ -222,9 +222,9 @@ void Info(CommandContext& ctx) {
                    "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\n"
                    "used_memory_rss:{}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\n"
                    "maxmemory_human:{}\r\nmaxmemory_policy:evict-least-valuable\r\n"
-                   "max_keys:{}\r\noverflow_mode:{}\r\n\r\n",
+                   "max_keys:{}\r\nshards:{}\r\noverflow_mode:{}\r\n\r\n",
                    ls.memory_bytes, HumanBytes(ls.memory_bytes), rss, HumanBytes(rss),
-                   st.config.max_memory, HumanBytes(st.config.max_memory), ls.max_keys,
+                   st.config.max_memory, HumanBytes(st.config.max_memory), ls.max_keys, ls.shards,
                    OverflowModeName(st.config.overflow));
   }
   if (want("persistence")) out += PersistenceInfo(st) + "\r\n";

@@ -196,8 +196,8 @@ void Transaction::RunQueued(CommandContext& ctx) {
     }
     ctx.session.last_command.store(q.spec, std::memory_order_relaxed);
     // One `now` for the whole transaction: the EXEC's (CommandClock's scope is the EXEC's).
-    CommandContext sub{absl::MakeConstSpan(args), ctx.w, ctx.session, ctx.state, ctx.stats,
-                       ctx.limit_cache,           this};
+    CommandContext sub{absl::MakeConstSpan(args), ctx.w, ctx.session,     ctx.state, ctx.stats,
+                       ctx.limit_cache,           this,  ctx.policy_cache};
     q.spec->handler(sub);
     ctx.stats.RecordLatency(q.spec->family);
   }

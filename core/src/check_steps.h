@@ -287,7 +287,12 @@ class Limiter::Impl::Store {
     }
   }
   // A state found fresh-equivalent is dropped here (lazy expiry); the rest only gets its expiry
-  // refreshed.
+  // refreshed. An unchanged expiry word is not written: a denial that changes nothing leaves its
+  // slot's cache line shared, so threads denied on one hot key do not pass the line between cores.
+  template <class Slot, class Expiry>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static void KeepExpiry(const Slot* slot, Expiry expiry) {
+    if (slot->expiry != expiry) slot->expiry = expiry;
+  }
   template <Op kOp>
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Refresh(const Q& q, const LimitResult& r, int64_t now) {
     internal::Shard& sh = impl_.shards_[q.at.shard];
@@ -298,13 +303,13 @@ class Limiter::Impl::Store {
     }
     switch (q.kind) {
       case internal::StateShape::kTwoWord:
-        static_cast<const internal::Slot2*>(q.at.slot)->expiry = ExpiryOf(q, r);
+        KeepExpiry(static_cast<const internal::Slot2*>(q.at.slot), ExpiryOf(q, r));
         break;
       case internal::StateShape::kThreeWord:
-        static_cast<const internal::Slot3*>(q.at.slot)->expiry = ExpiryOf(q, r);
+        KeepExpiry(static_cast<const internal::Slot3*>(q.at.slot), ExpiryOf(q, r));
         break;
       case internal::StateShape::kLog:
-        static_cast<const internal::SlotLog*>(q.at.slot)->expiry = ExpiryOf(q, r);
+        KeepExpiry(static_cast<const internal::SlotLog*>(q.at.slot), ExpiryOf(q, r));
         break;
       case internal::StateShape::kLeases:
         if constexpr (kOp != Op::kCheck) {

@@ -36,6 +36,22 @@ size_t RoundUpPow2(size_t n) {
   return p;
 }
 
+size_t RoundDownPow2(size_t n) { return n == 0 ? 1 : std::bit_floor(n); }
+
+}  // namespace
+
+size_t ShardsForThreads(size_t threads, size_t max_keys) {
+  constexpr size_t kPerThread = 64;
+  constexpr size_t kMinKeysPerShard = 256;
+  const size_t keys = max_keys > 0 ? max_keys : kDefaultMaxKeys;
+  const size_t by_threads =
+      RoundUpPow2(std::max(kDefaultShards, std::min(threads, kMaxShards) * kPerThread));
+  return std::clamp<size_t>(std::min(by_threads, RoundDownPow2(keys / kMinKeysPerShard)), 1,
+                            kMaxShards);
+}
+
+namespace {
+
 // Which entries of the routing table (2^route_bits of them, indexed by a state key's top bits)
 // send keys to each shard: shard i owns [first[i], first[i + 1]), and its bounds are that share of
 // the limiter's.
@@ -241,6 +257,7 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.lease_sets += sh.leases.size();
     stats.max_keys += bounds_[i].max_keys;  // fixed at construction
   }
+  stats.shards = shard_mask_ + 1;
   stats.memory_bytes += (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
                         sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));
   return stats;

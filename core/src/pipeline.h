@@ -7,7 +7,7 @@
 //
 // A store S (all of it inline; `Q` is Pending<S::Where>) provides:
 //   Locate<op>(i, q, limit)        where limit i's state lives (before any lock is taken)
-//   Lock(n), Now(), Unlock()       around the steps; Now() is read under the locks
+//   Now(), Lock(n), Unlock()       around the steps; Now() is read before the locks
 //   FindTwo(q, &old) / FindThree(q, &old) -> found, FindLog<read_only>(q, limit, now) -> the log
 //     pruned to its window (a pruned copy when read-only), FindLeases(q) -> the lease set; the
 //     last two set q.found
@@ -214,13 +214,13 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RunChecks(S& s, absl::Span<const Limit>
     s.template Locate<kOp>(i, q, limits[i]);
     blocks |= limits[i].block_ms;
   }
-  s.Lock(n);
-  // One `now` per call, read under the locks so a call that waited for a lock does not act on a
-  // time older than the state it finds. A clock may still answer a time read earlier
-  // (rl-server's CommandClock hands out its I/O thread's reading of the batch): every step keeps
-  // counting a state newer than `now` (no refill, no new window, log runs at the newest run's
-  // time), which can only admit less, never more.
+  // One `now` per call, read before the locks so the clock's cost is not spent holding them. A
+  // call that then waits for a lock may act on a time older than the state it finds (as with
+  // rl-server's CommandClock, which hands out its I/O thread's reading of the batch): every step
+  // keeps counting a state newer than `now` (no refill, no new window, log runs at the newest
+  // run's time), which can only admit less, never more.
   const int64_t now = s.Now();
+  s.Lock(n);
   RL_UNROLL_LIMITS
   for (size_t i = 0; i < n; ++i)
     PutResult(results[i], Evaluate<kOp>(s, p[i], limits[i], now, cost));
@@ -313,8 +313,8 @@ bool RunAdjust(S& s, absl::Span<const Limit> limits, int64_t amount, AdjustOp op
     s.template Locate<RunOp::kCheck>(i, q, limits[i]);
     blocks |= limits[i].block_ms;
   }
+  const int64_t now = s.Now();  // before the locks, as in RunChecks
   s.Lock(n);
-  const int64_t now = s.Now();
   Decision peek;  // filled only for a bounded charge (which the compiler cannot tell)
   if (max_wait_ms >= 0) {
     for (size_t i = 0; i < n; ++i) {

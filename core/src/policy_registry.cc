@@ -3,6 +3,7 @@
 // midway, and readers only hold the lock long enough to copy a pointer.
 #include "rl/policy_registry.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <string>
@@ -80,11 +81,13 @@ class PolicyRegistry::Impl {
     if (it == policies_.end()) {
       std::string name = policy.name;
       policies_.emplace(std::move(name), std::make_shared<const Policy>(std::move(policy)));
+      Changed();
       return absl::OkStatus();
     }
     LinkPreviousPolicy(*it->second, &policy);
     old = std::move(it->second);
     it->second = std::make_shared<const Policy>(std::move(policy));
+    Changed();
     return absl::OkStatus();
   }
 
@@ -95,6 +98,7 @@ class PolicyRegistry::Impl {
     if (it == policies_.end()) return false;
     old = std::move(it->second);
     policies_.erase(it);
+    Changed();
     return true;
   }
 
@@ -116,7 +120,10 @@ class PolicyRegistry::Impl {
   void Swap(PolicyMap* replacement) {
     absl::MutexLock lock(&mu_);
     policies_.swap(*replacement);
+    Changed();
   }
+
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
   size_t size() const {
     absl::ReaderMutexLock lock(&mu_);
@@ -124,8 +131,14 @@ class PolicyRegistry::Impl {
   }
 
  private:
+  // Under mu_, after the map changed: a reader that sees the new version finds the change.
+  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    version_.fetch_add(1, std::memory_order_release);
+  }
+
   mutable absl::Mutex mu_;
   PolicyMap policies_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> version_{0};
 };
 
 PolicyRegistry::PolicyRegistry() : impl_(std::make_unique<Impl>()) {}
@@ -176,5 +189,7 @@ absl::Status PolicyRegistry::ReplaceAllValidated(std::vector<Policy> policies) {
 }
 
 size_t PolicyRegistry::size() const { return impl_->size(); }
+
+uint64_t PolicyRegistry::version() const { return impl_->version(); }
 
 }  // namespace rl

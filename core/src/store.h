@@ -238,32 +238,45 @@ class ExpiryCodec {
   int64_t base_ms_;
 };
 
-// A three-state futex mutex (Drepper, "Futexes Are Tricky", mutex 3): 0 free, 1 locked, 2 locked
-// and maybe waited for. Uncontended, lock and unlock are one atomic instruction each, where
-// std::mutex went through pthread's mutex code on every check. Under contention it sleeps in
-// the kernel as std::mutex does (neither spins). Linux only, like the rest of the project.
+// The shard lock: a futex mutex whose word holds the lock bit (bit 0) and the number of parked
+// waiters above it. Uncontended, lock and unlock are one atomic instruction each. A thread that
+// finds it held spins briefly (the critical section is ~100 ns) before it registers as a waiter
+// and parks in the kernel; unlock issues a wake-up only while a waiter is registered. Drepper's
+// three-state mutex ("Futexes Are Tricky", mutex 3), which this replaces, cannot tell that the
+// last waiter is gone: a thread that took the lock through the slow path leaves it marked
+// contended, so every handoff after one conflict cost a futex wake-up. No wake-up can be lost:
+// a waiter sleeps only while the word still shows the lock held with itself counted, and the
+// unlock that ends that hold sees the count and wakes one waiter (which takes the lock or parks
+// again behind the next holder, whose unlock wakes again). Linux only, like the project.
 class ABSL_LOCKABLE ShardMutex {
  public:
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     uint32_t c = 0;
-    if (ABSL_PREDICT_FALSE(!state_.compare_exchange_strong(c, 1, std::memory_order_acquire,
-                                                           std::memory_order_relaxed))) {
-      LockSlow(c);
+    if (ABSL_PREDICT_FALSE(!word_.compare_exchange_strong(c, kLocked, std::memory_order_acquire,
+                                                          std::memory_order_relaxed))) {
+      LockSlow();
     }
   }
   void unlock() ABSL_UNLOCK_FUNCTION() {
-    if (ABSL_PREDICT_FALSE(state_.exchange(0, std::memory_order_release) == 2)) WakeOne();
+    if (ABSL_PREDICT_FALSE(word_.fetch_sub(kLocked, std::memory_order_release) != kLocked)) {
+      WakeOne();
+    }
   }
   // Tells the thread-safety analysis (tools/check-thread-safety) that the caller holds this
   // mutex: for code that locked a set of shards chosen at run time (LockShards, ImportState),
   // which the analysis cannot follow. Generates no code.
   void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}
 
+  // How many times a contended lock() polls the word (with a pause instruction) before parking.
+  static constexpr int kSpins = 100;
+
  private:
-  void LockSlow(uint32_t c);
+  static constexpr uint32_t kLocked = 1;
+  static constexpr uint32_t kWaiter = 2;  // one parked (or about to park) thread
+  void LockSlow();
   void WakeOne();
 
-  std::atomic<uint32_t> state_{0};
+  std::atomic<uint32_t> word_{0};
 };
 
 // Holds a ShardMutex for a scope. Not std::lock_guard: the analysis sees through a lock type only

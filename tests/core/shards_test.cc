@@ -105,5 +105,24 @@ TEST(ShardsTest, EveryShardCountWorks) {
   }
 }
 
+// The shard count for a service's threads: 64 per thread, 256 at least, capped by one shard per
+// 256 keys of the bound; Stats() reports the count in force (a power of two).
+TEST(ShardsTest, ShardsForThreadsGrowWithThreadsNotBelowTheDefault) {
+  EXPECT_EQ(ShardsForThreads(1, 0), 256u);
+  EXPECT_EQ(ShardsForThreads(4, 0), 256u);
+  EXPECT_EQ(ShardsForThreads(8, 0), 512u);
+  EXPECT_EQ(ShardsForThreads(64, 0), 4096u);
+  EXPECT_EQ(ShardsForThreads(64, 100000), 256u);  // 390 keys per shard at most, down to 2^8
+  EXPECT_EQ(ShardsForThreads(2, 1000), 2u);
+  EXPECT_EQ(ShardsForThreads(2, 100), 1u);
+  EXPECT_EQ(ShardsForThreads(size_t{1} << 40, size_t{1} << 40), size_t{1} << 16);
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{
+      .shards = ShardsForThreads(8, 100000), .sweep_interval_ms = 0, .clock = &clock});
+  EXPECT_EQ(limiter.Stats().shards, 256u);
+  Limiter automatic(LimiterOptions{.max_keys = 100000, .sweep_interval_ms = 0, .clock = &clock});
+  EXPECT_EQ(automatic.Stats().shards, 32u);  // the library's own default is unchanged
+}
+
 }  // namespace
 }  // namespace rl

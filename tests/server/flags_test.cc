@@ -94,6 +94,26 @@ TEST(FlagsTest, InfoShowsTheKeyBoundInForce) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// The store's shard count follows the I/O threads (64 per thread, 256 at least) and no longer
+// falls with a low --max-keys (100000 gave 32 shards); only a bound too small to share out (256
+// keys per shard at least) keeps fewer.
+TEST(FlagsTest, ShardCountFollowsThreadsNotALowKeyBound) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string want;
+  };
+  for (const Case& k : {Case{{"--threads", "8"}, "shards:512\r\n"},
+                        Case{{"--threads", "2", "--max-keys", "100000"}, "shards:256\r\n"},
+                        Case{{"--threads", "1", "--max-keys", "100"}, "shards:1\r\n"}}) {
+    ServerProcess server(k.flags);
+    ASSERT_GT(server.port(), 0);
+    RespClient c(server.port());
+    const std::string info = c.Call({"INFO", "memory"}).str;
+    EXPECT_NE(info.find(k.want), std::string::npos) << info;
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+}
+
 TEST(FlagsTest, UnknownFlagIsAUsageError) {
   std::string out;
   EXPECT_EQ(RunServer("--port 0 --no-such-flag", &out), 2);

@@ -194,6 +194,34 @@ TEST_F(RlCommandsTest, PolicySetGetDelList) {
             "ERR wrong number of arguments for 'rl.policy|get' command");
 }
 
+// A connection keeps the policies it checked (no lock per lookup) only while no policy changed:
+// a redefinition or deletion made on another connection (another I/O thread's) is what its next
+// check uses, also inside MULTI/EXEC.
+TEST_F(RlCommandsTest, PolicyChangesReachAConnectionThatCheckedBefore) {
+  RespClient c(port());
+  RespClient admin(port());
+  ASSERT_EQ(admin.Call({"RL.POLICY", "SET", "cached", "FIXED_WINDOW", "1", "1h"}).str, "OK");
+  ASSERT_EQ(admin.Call({"RL.POLICY", "SET", "other", "FIXED_WINDOW", "7", "1h"}).str, "OK");
+  EXPECT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "cached"}).Ints()[1], 1);  // the limit
+  EXPECT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "other"}).Ints()[1], 7);
+  EXPECT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "cached"}).Ints()[0], 0);
+  ASSERT_EQ(admin.Call({"RL.POLICY", "SET", "cached", "FIXED_WINDOW", "5", "1h"}).str, "OK");
+  Reply r = c.Call({"RL.CHECK", "k", "POLICY", "cached"});
+  EXPECT_EQ(r.Ints()[0], 1);
+  EXPECT_EQ(r.Ints()[1], 5);
+  ASSERT_EQ(c.Call({"MULTI"}).str, "OK");
+  ASSERT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "cached"}).str, "QUEUED");
+  ASSERT_EQ(admin.Call({"RL.POLICY", "SET", "cached", "FIXED_WINDOW", "9", "1h"}).str, "OK");
+  Reply exec = c.Call({"EXEC"});
+  ASSERT_EQ(exec.type, '*');
+  ASSERT_EQ(exec.elements.size(), 1u);
+  EXPECT_EQ(exec.elements[0].Ints()[1], 9);
+  EXPECT_EQ(admin.Call({"RL.POLICY", "DEL", "cached"}).integer, 1);
+  EXPECT_TRUE(c.Call({"RL.CHECK", "k", "POLICY", "cached"}).is_error());
+  EXPECT_EQ(c.Call({"RL.CHECK", "k", "POLICY", "other"}).Ints()[1], 7);
+  EXPECT_EQ(admin.Call({"RL.POLICY", "DEL", "other"}).integer, 1);
+}
+
 TEST_F(RlCommandsTest, ShadowPolicyAllowsAndCounts) {
   RespClient c(port());
   ASSERT_EQ(c.Call({"RL.POLICY", "SET", "shadowed", "FIXED_WINDOW", "1", "1m", "SHADOW"}).str,

@@ -18,7 +18,9 @@
 namespace rl {
 
 struct LimiterOptions {
-  size_t shards = 0;            // 0 = automatic; rounded up to a power of two
+  // 0 = automatic (from max_keys: one shard per 4096 keys, 256 at most; a service with many
+  // threads wants more, see ShardsForThreads); rounded up to a power of two.
+  size_t shards = 0;
   size_t max_keys = 0;          // 0 = default (large enough for at least 10 M keys)
   size_t max_memory_bytes = 0;  // 0 = no byte bound beyond max_keys
   // What a check does with a new state (a key seen for the first time under a limit) when the
@@ -51,7 +53,14 @@ struct LimiterStats {
   // The bound on `keys` in force: LimiterOptions::max_keys, or its default when that is 0, or
   // less when max_memory_bytes allows less (the shards' bounds added up).
   uint64_t max_keys = 0;
+  uint64_t shards = 0;  // the shard count in force
 };
+
+// A shard count for a store checked by `threads` threads at once: 64 shards per thread, 256 at
+// least, so a check finds its shard held by another thread rarely (about (threads - 1) / shards
+// of the time a lock is held), but at most one per 256 keys of `max_keys`, so each shard's share
+// of the bound stays large enough to evict within (0 = LimiterOptions' default bound).
+size_t ShardsForThreads(size_t threads, size_t max_keys);
 
 class Limiter final : public LeaseIssuer {
  public:

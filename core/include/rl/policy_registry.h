@@ -31,6 +31,10 @@ class PolicyRegistry {
   // the error (naming the policy) and the current set stays as it was.
   absl::Status ReplaceAllValidated(std::vector<Policy> policies);
   size_t size() const;
+  // Changes with every Set, Delete and replacement (after the change is visible to Get): a reader
+  // that kept policies from Get may use them while the version it read them at is current. One
+  // atomic load, no lock: what a per-connection or per-thread cache checks on every lookup.
+  uint64_t version() const;
 
  private:
   class Impl;
