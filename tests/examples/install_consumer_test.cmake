@@ -33,9 +33,11 @@ string(TOUPPER "${BUILD_TYPE}" build_type_upper)
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 
+# Each step is bounded so that a hung one ends with its output shown, but generously: a build of
+# rl's sources on a loaded 2-core machine takes many minutes (ctest's TIMEOUT bounds the test).
 function(run step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 240)
+                  TIMEOUT 1200)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${step} failed (${rc}):\n${out}\n${err}")
   endif()
