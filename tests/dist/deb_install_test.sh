@@ -76,9 +76,24 @@ say "packages built"
 base=$cache/bookworm
 if [ ! -d "$base" ]; then
   say "making $base with mmdebstrap (once per build directory)"
+  # A fresh build directory starts with the .debs this machine's apt kept (hard links, so no
+  # copy; none when on another file system): apt takes a cached file only when its hash is the
+  # one the freshly fetched, signed index names, and downloads anything else, so the root is
+  # still bookworm as Debian serves it, without fetching again what the host fetched already
+  # (few of the root's own packages, most of what the packages below depend on).
+  host_archives=/var/cache/apt/archives
+  if [ -d "$host_archives" ] && [ -z "$(ls -A "$cache/archives" | grep '\.deb$')" ]; then
+    find "$host_archives" -maxdepth 1 -name '*.deb' -exec ln -t "$cache/archives" {} + \
+      2>/dev/null || true
+  fi
   rm -rf "$base.tmp"
-  mmdebstrap --quiet --variant=apt --include=g++,cmake,make,pkg-config bookworm "$base.tmp" \
-    http://deb.debian.org/debian >"$cache/mmdebstrap.log" 2>&1 ||
+  # The root's apt cache is the one above (bind-mounted, unmounted before mmdebstrap's cleanup),
+  # so the download is kept for the next run too.
+  mmdebstrap --quiet --variant=apt --include=g++,cmake,make,pkg-config --skip=download/empty --skip=essential/unlink \
+    --setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
+    --setup-hook="mount --bind '$cache/archives' \"\$1/var/cache/apt/archives\"" \
+    --customize-hook='umount "$1/var/cache/apt/archives"' \
+    bookworm "$base.tmp" http://deb.debian.org/debian >"$cache/mmdebstrap.log" 2>&1 ||
     fail "mmdebstrap: $(tail -5 "$cache/mmdebstrap.log")"
   mv "$base.tmp" "$base"
 fi
