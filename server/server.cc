@@ -165,6 +165,17 @@ void Worker::BeginShutdown() {
 
 // ---- Server ----
 
+// The engine's options from the settings; the clock is chosen in Start.
+static rl::LimiterOptions LimiterOptionsFor(const ServerConfig& c) {
+  rl::LimiterOptions options;
+  options.max_keys = c.max_keys;
+  // Shards follow the I/O threads (a check rarely finds its shard held), not a low --max-keys.
+  options.shards = rl::ShardsForThreads(static_cast<size_t>(c.threads), c.max_keys);
+  options.max_memory_bytes = c.max_memory;
+  options.overflow = c.overflow;
+  return options;
+}
+
 Server::Server(ServerConfig config) { state_.config = std::move(config); }
 
 Server::~Server() = default;
@@ -173,11 +184,7 @@ absl::Status Server::Start() {
   state_.configured = state_.config;
   if (absl::Status fds = FitMaxClientsToFileLimit(&state_.config); !fds.ok()) return fds;
   const ServerConfig& c = state_.config;
-  rl::LimiterOptions options;
-  options.max_keys = c.max_keys;
-  options.shards = rl::ShardsForThreads(static_cast<size_t>(c.threads), c.max_keys);
-  options.max_memory_bytes = c.max_memory;
-  options.overflow = c.overflow;
+  rl::LimiterOptions options = LimiterOptionsFor(c);
   InstallDebugClock(&state_);  // first: everything below reads the clock it installs
   options.clock = state_.clock;
   if (state_.clock == rl::SteadyClock::Default()) {
