@@ -189,21 +189,36 @@ int PolicyReload(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 
-bool AddSubcommand(RedisModuleCtx* ctx, RedisModuleCommand* parent, const char* name,
-                   RedisModuleCmdFunc handler, const char* flags, const char* summary) {
-  if (RedisModule_CreateSubcommand(parent, name, handler, flags, 0, 0, 0) == REDISMODULE_ERR) {
+bool AddSubcommand(RedisModuleCtx* ctx, RedisModuleCommand* parent, const command::CommandDoc& doc,
+                   RedisModuleCmdFunc handler, const char* flags) {
+  const std::string name = doc.name.substr(doc.name.find('|') + 1);
+  if (RedisModule_CreateSubcommand(parent, name.c_str(), handler, flags, 0, 0, 0) ==
+      REDISMODULE_ERR) {
     return false;
   }
+  return SetCommandInfo(RedisModule_GetCommand(ctx, doc.name.c_str()), doc);
+}
+
+command::CommandDoc SyncDoc(const char* name, const char* summary) {
   command::CommandDoc doc;
-  doc.name = std::string("rl.policy|") + name;
+  doc.name = name;
   doc.arity = 2;
   doc.summary = summary;
   doc.since = "0.3.0";
   doc.complexity = "O(N) where N is the number of policies";
-  return SetCommandInfo(RedisModule_GetCommand(ctx, doc.name.c_str()), doc);
+  return doc;
 }
 
 }  // namespace
+
+const std::vector<command::CommandDoc>& PolicySyncDocs() {
+  static const std::vector<command::CommandDoc> docs = {
+      SyncDoc("rl.policy|version",
+              "This node's policy set version, digest and how many nodes hold it."),
+      SyncDoc("rl.policy|reload",
+              "Reads the POLICIES file again and publishes it as the whole policy set.")};
+  return docs;
+}
 
 std::string MyNodeId() {
   const char* id = RedisModule_GetMyClusterID();
@@ -226,11 +241,9 @@ bool RegisterPolicySync(RedisModuleCtx* ctx) {
     return false;
   }
   RedisModuleCommand* parent = RedisModule_GetCommand(ctx, "rl.policy");
-  if (parent == nullptr ||
-      !AddSubcommand(ctx, parent, "version", PolicyVersion, "readonly fast",
-                     "This node's policy set version, digest and how many nodes hold it.") ||
-      !AddSubcommand(ctx, parent, "reload", PolicyReload, "write deny-oom",
-                     "Reads the POLICIES file again and publishes it as the whole policy set.")) {
+  const std::vector<command::CommandDoc>& docs = PolicySyncDocs();
+  if (parent == nullptr || !AddSubcommand(ctx, parent, docs[0], PolicyVersion, "readonly fast") ||
+      !AddSubcommand(ctx, parent, docs[1], PolicyReload, "write deny-oom")) {
     return false;
   }
   if (InCluster(ctx)) {

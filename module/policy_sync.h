@@ -20,14 +20,20 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "redis_module_api.h"
+#include "rl/command/docs.h"
 
 namespace rl::module {
 
 // Registers RL.POLICYSET, RL.POLICY VERSION and RELOAD (after the RL.POLICY row exists) and, in
 // cluster mode, the bus receiver and the announce timer. Call once from OnLoad.
 bool RegisterPolicySync(RedisModuleCtx* ctx);
+
+// The docs of RL.POLICY VERSION and RELOAD, the subcommands only rl.so has: COMMAND DOCS and
+// RL.POLICY HELP list them beside the shared rows.
+const std::vector<command::CommandDoc>& PolicySyncDocs();
 
 // After a client's change published a version here: replicates the whole set and sends it to
 // every connected node.

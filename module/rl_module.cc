@@ -345,7 +345,9 @@ int PolicyList(RedisModuleCtx* ctx, RedisModuleString**, int) {
 
 int PolicyHelp(RedisModuleCtx* ctx, RedisModuleString**, int) {
   ModuleSink w(ctx);
-  command::RunHelp(w, *command::FindRlCommandDoc("rl.policy"));
+  command::CommandDoc doc = *command::FindRlCommandDoc("rl.policy");
+  for (const command::CommandDoc& sub : PolicySyncDocs()) doc.subcommands.push_back(sub);
+  command::RunHelp(w, doc);
   return REDISMODULE_OK;
 }
 
