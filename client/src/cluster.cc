@@ -49,7 +49,7 @@ absl::Status ClusterTopology::Start() {
     if (std::find(seeds_.begin(), seeds_.end(), *pool) == seeds_.end()) seeds_.push_back(*pool);
   }
   {
-    absl::MutexLock lock(&refresh_mu_);
+    SteadyLock lock(&refresh_mu_);
     requested_ = true;  // the first map, learned in the background
   }
   refresher_ = std::thread([this] { RefreshLoop(); });
@@ -58,7 +58,7 @@ absl::Status ClusterTopology::Start() {
 
 void ClusterTopology::Stop() {
   {
-    absl::MutexLock lock(&refresh_mu_);
+    SteadyLock lock(&refresh_mu_);
     stopping_ = true;
   }
   if (refresher_.joinable()) refresher_.join();
@@ -99,33 +99,28 @@ absl::StatusOr<EndpointPool*> ClusterTopology::Node(const NodeAddress& address) 
 
 void ClusterTopology::Moved(int slot, EndpointPool* owner) {
   if (slot >= 0 && slot < kClusterSlots) slots_[slot].store(owner, std::memory_order_release);
-  absl::MutexLock lock(&refresh_mu_);
+  SteadyLock lock(&refresh_mu_);
   requested_ = true;
   moved_ = true;
 }
 
 void ClusterTopology::RequestRefresh() {
-  absl::MutexLock lock(&refresh_mu_);
+  SteadyLock lock(&refresh_mu_);
   requested_ = true;
 }
 
-bool ClusterTopology::WaitForMap(absl::Time deadline) {
-  absl::MutexLock lock(&refresh_mu_);
+bool ClusterTopology::WaitForMap(Deadline deadline) {
+  SteadyLock lock(&refresh_mu_);
   if (map_known_) return true;
   requested_ = true;
   // Until a map is known, or a refresh ends without one (no node answered: say so now rather
   // than at the deadline).
-  struct Wait {
-    ClusterTopology* self;
-    uint64_t attempts;
-  } wait{this, attempts_};
-  refresh_mu_.AwaitWithDeadline(absl::Condition(
-                                    +[](Wait* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                      return w->self->map_known_ || w->self->stopping_ ||
-                                             w->self->attempts_ > w->attempts;
-                                    },
-                                    &wait),
-                                deadline);
+  const uint64_t attempts = attempts_;
+  refresh_mu_.AwaitUntil(
+      [this, attempts]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return map_known_ || stopping_ || attempts_ > attempts;
+      },
+      deadline);
   return map_known_;
 }
 
@@ -155,12 +150,9 @@ void ClusterTopology::CloseAll(const absl::Status& status) {
 void ClusterTopology::RefreshLoop() {
   const absl::Duration interval = options_.refresh_interval;
   absl::Duration pause = interval;
-  absl::MutexLock lock(&refresh_mu_);
+  SteadyLock lock(&refresh_mu_);
   for (;;) {
-    refresh_mu_.Await(absl::Condition(
-        +[](ClusterTopology* self)
-             ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->requested_ || self->stopping_; },
-        this));
+    refresh_mu_.Await([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return requested_ || stopping_; });
     if (stopping_) return;
     requested_ = false;
     moved_ = false;
@@ -174,14 +166,12 @@ void ClusterTopology::RefreshLoop() {
                 : std::min(pause * 2, std::max(interval, kMaxRefreshPause));
     // Whatever asks for a refresh meanwhile is served by one refresh after the pause: at least
     // the interval, longer while nothing changes, unless a MOVED says something did.
-    refresh_mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval);
+    refresh_mu_.AwaitUntil([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return stopping_; },
+                           DeadlineAfter(interval));
     if (pause > interval) {
-      refresh_mu_.AwaitWithTimeout(absl::Condition(
-                                       +[](ClusterTopology* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                         return self->moved_ || self->stopping_;
-                                       },
-                                       this),
-                                   pause - interval);
+      refresh_mu_.AwaitUntil([this]()
+                                 ABSL_NO_THREAD_SAFETY_ANALYSIS { return moved_ || stopping_; },
+                             DeadlineAfter(pause - interval));
     }
   }
 }

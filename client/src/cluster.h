@@ -31,6 +31,7 @@
 #include "cluster_protocol.h"
 #include "connection.h"
 #include "pool.h"
+#include "steady_time.h"
 
 namespace rl::client_internal {
 
@@ -71,7 +72,7 @@ class ClusterTopology {
   void RequestRefresh();
   // Any thread: waits until a map is known (requesting one), a refresh ends without one, or
   // `deadline`. Whether a map is known.
-  bool WaitForMap(absl::Time deadline);
+  bool WaitForMap(Deadline deadline);
   // Any thread: the distinct masters of the current map.
   std::vector<EndpointPool*> Masters() const;
   // Any thread: every pool, for statistics.
@@ -110,7 +111,7 @@ class ClusterTopology {
   mutable absl::Mutex nodes_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<EndpointPool>> nodes_ ABSL_GUARDED_BY(nodes_mu_);
 
-  absl::Mutex refresh_mu_;
+  SteadyMutex refresh_mu_;
   bool requested_ ABSL_GUARDED_BY(refresh_mu_) = false;
   bool moved_ ABSL_GUARDED_BY(refresh_mu_) = false;  // a MOVED since the last refresh
   bool stopping_ ABSL_GUARDED_BY(refresh_mu_) = false;

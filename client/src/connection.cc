@@ -16,7 +16,7 @@ using asio::ip::tcp;
 
 bool Call::AddReply(resp::Value value) {
   {
-    absl::MutexLock lock(&mu_);
+    SteadyLock lock(&mu_);
     if (done_) return true;
     replies_.push_back(std::move(value));
     if (replies_.size() < expected_) return false;
@@ -28,7 +28,7 @@ bool Call::AddReply(resp::Value value) {
 
 void Call::Fail(const absl::Status& status) {
   {
-    absl::MutexLock lock(&mu_);
+    SteadyLock lock(&mu_);
     if (done_) return;
     status_ = status;
     done_ = true;
@@ -41,17 +41,17 @@ void Call::Completed() {
 }
 
 bool Call::done() const {
-  absl::MutexLock lock(&mu_);
+  SteadyLock lock(&mu_);
   return done_;
 }
 
-bool Call::WaitFor(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
+bool Call::WaitUntil(Deadline deadline) {
+  SteadyLock lock(&mu_);
+  return mu_.AwaitUntil([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return done_; }, deadline);
 }
 
 absl::StatusOr<std::vector<resp::Value>> Call::Take() {
-  absl::MutexLock lock(&mu_);
+  SteadyLock lock(&mu_);
   if (!status_.ok()) return status_;
   return std::move(replies_);
 }

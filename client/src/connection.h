@@ -27,6 +27,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "resp/reply_parser.h"
 #include "rl/clock.h"
+#include "steady_time.h"
 
 namespace rl::client_internal {
 
@@ -45,10 +46,10 @@ class Call {
   void Fail(const absl::Status& status);
   bool done() const;
 
-  // Caller. False when `timeout` passed first (the call may still complete later, unobserved).
+  // Caller. False when `deadline` passed first (the call may still complete later, unobserved).
   // Real time, not the injected Clock: this bounds a wait for bytes from the network, which a
-  // manual clock cannot make arrive sooner or later.
-  bool WaitFor(absl::Duration timeout);
+  // manual clock cannot make arrive sooner or later; the steady clock (steady_time.h).
+  bool WaitUntil(Deadline deadline);
   // Caller, after WaitFor returned true.
   absl::StatusOr<std::vector<resp::Value>> Take();
 
@@ -58,7 +59,7 @@ class Call {
 
   const size_t expected_;
   std::function<void()> on_done_;
-  mutable absl::Mutex mu_;
+  mutable SteadyMutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::vector<resp::Value> replies_ ABSL_GUARDED_BY(mu_);

@@ -20,7 +20,7 @@ namespace rl::client_internal {
 
 absl::StatusOr<std::vector<resp::Value>> DirectConnection::Execute(std::string_view commands,
                                                                    size_t expected,
-                                                                   absl::Time deadline) {
+                                                                   Deadline deadline) {
   // A connection the server closed while it was idle (a restart, an idle timeout) is replaced
   // before use rather than failing this call.
   if (fd_ >= 0) {
@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<resp::Value>> DirectConnection::Execute(std::string_v
   return replies;
 }
 
-absl::Status DirectConnection::Connect(absl::Time deadline) {
+absl::Status DirectConnection::Connect(Deadline deadline) {
   absl::Status last = absl::UnavailableError(absl::StrCat("connect to ", options_.name));
   for (const boost::asio::ip::tcp::endpoint& endpoint : options_.endpoints) {
     fd_ = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -82,7 +82,7 @@ absl::Status DirectConnection::Connect(absl::Time deadline) {
   return last;
 }
 
-absl::Status DirectConnection::Send(std::string_view data, absl::Time deadline) {
+absl::Status DirectConnection::Send(std::string_view data, Deadline deadline) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -100,7 +100,7 @@ absl::Status DirectConnection::Send(std::string_view data, absl::Time deadline) 
   return absl::OkStatus();
 }
 
-absl::Status DirectConnection::Receive(size_t expected, absl::Time deadline,
+absl::Status DirectConnection::Receive(size_t expected, Deadline deadline,
                                        std::vector<resp::Value>* out) {
   size_t offset = 0;
   while (out->size() < expected) {
@@ -142,9 +142,9 @@ absl::Status DirectConnection::Receive(size_t expected, absl::Time deadline,
   return absl::OkStatus();
 }
 
-absl::Status DirectConnection::Await(short events, absl::Time deadline, const char* doing) {
+absl::Status DirectConnection::Await(short events, Deadline deadline, const char* doing) {
   for (;;) {
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = Left(deadline);
     if (left <= absl::ZeroDuration()) {
       return absl::DeadlineExceededError(absl::StrCat(options_.name, " did not answer in time"));
     }

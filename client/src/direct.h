@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "connection.h"
 #include "resp/reply_parser.h"
+#include "steady_time.h"
 
 namespace rl::client_internal {
 
@@ -31,15 +32,15 @@ class DirectConnection {
   // time), connecting first when needed. DeadlineExceeded when they do not come in time,
   // Unavailable / PermissionDenied / Internal when the connection fails; either way it is closed.
   absl::StatusOr<std::vector<resp::Value>> Execute(std::string_view commands, size_t expected,
-                                                   absl::Time deadline);
+                                                   Deadline deadline);
 
  private:
-  absl::Status Connect(absl::Time deadline);
-  absl::Status Send(std::string_view data, absl::Time deadline);
+  absl::Status Connect(Deadline deadline);
+  absl::Status Send(std::string_view data, Deadline deadline);
   // Reads replies into *out until it holds `expected` (pushes skipped).
-  absl::Status Receive(size_t expected, absl::Time deadline, std::vector<resp::Value>* out);
+  absl::Status Receive(size_t expected, Deadline deadline, std::vector<resp::Value>* out);
   // Waits until the socket is ready for `events` (POLLIN / POLLOUT) or the deadline passes.
-  absl::Status Await(short events, absl::Time deadline, const char* doing);
+  absl::Status Await(short events, Deadline deadline, const char* doing);
   void Close();
 
   const ConnectionOptions& options_;

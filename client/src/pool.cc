@@ -37,9 +37,9 @@ void EndpointPool::AbandonHere(const Ticket& ticket, absl::Duration waited) {
 }
 
 absl::StatusOr<std::vector<resp::Value>> EndpointPool::Wait(const Ticket& ticket,
-                                                            absl::Time deadline) {
-  const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
-  if (!ticket.call->WaitFor(left)) {
+                                                            Deadline deadline) {
+  const absl::Duration left = Left(deadline);
+  if (!ticket.call->WaitUntil(deadline)) {
     ticket.connection->Abandon(ticket.call, left);
     timeouts_.fetch_add(1, std::memory_order_relaxed);
     return absl::DeadlineExceededError(absl::StrCat(options_.name, " did not answer in time"));
@@ -48,7 +48,7 @@ absl::StatusOr<std::vector<resp::Value>> EndpointPool::Wait(const Ticket& ticket
 }
 
 std::optional<absl::StatusOr<std::vector<resp::Value>>> EndpointPool::ExecuteDirect(
-    std::string_view commands, size_t expected, absl::Time deadline) {
+    std::string_view commands, size_t expected, Deadline deadline) {
   if (options_.clock->NowMs() < direct_backoff_until_ms_.load(std::memory_order_relaxed)) {
     return absl::StatusOr<std::vector<resp::Value>>(
         absl::UnavailableError(absl::StrCat(options_.name, " unreachable (reconnect back-off)")));
@@ -83,7 +83,7 @@ std::optional<absl::StatusOr<std::vector<resp::Value>>> EndpointPool::ExecuteDir
 absl::StatusOr<std::vector<resp::Value>> EndpointPool::Execute(std::string commands,
                                                                size_t expected,
                                                                absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const Deadline deadline = DeadlineAfter(timeout);
   return Wait(Submit(std::move(commands), expected), deadline);
 }
 

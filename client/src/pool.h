@@ -23,6 +23,7 @@
 #include "connection.h"
 #include "direct.h"
 #include "resp/reply_parser.h"
+#include "steady_time.h"
 
 namespace rl::client_internal {
 
@@ -53,13 +54,13 @@ class EndpointPool {
   // when they do not come in time (that connection is then closed), Unavailable /
   // PermissionDenied / Internal when the connection fails. Several tickets on several pools can
   // be in flight at once and waited for one after the other against one deadline.
-  absl::StatusOr<std::vector<resp::Value>> Wait(const Ticket& ticket, absl::Time deadline);
+  absl::StatusOr<std::vector<resp::Value>> Wait(const Ticket& ticket, Deadline deadline);
   // Synchronous fast path: the call on an idle blocking connection, on the calling thread, by
   // `deadline`; nullopt when none is free (then Submit and Wait). While the blocking connections
   // are in their reconnect back-off (one failed: timeout, refused, closed), calls fail at once.
   std::optional<absl::StatusOr<std::vector<resp::Value>>> ExecuteDirect(std::string_view commands,
                                                                         size_t expected,
-                                                                        absl::Time deadline);
+                                                                        Deadline deadline);
   // Submit and Wait, within `timeout`.
   absl::StatusOr<std::vector<resp::Value>> Execute(std::string commands, size_t expected,
                                                    absl::Duration timeout);

@@ -197,7 +197,7 @@ absl::Status RemoteLimiter::Ping() {
   std::vector<Job> jobs;
   if (impl_->cluster()) {
     ClusterTopology& topology = *impl_->topology();
-    if (!topology.WaitForMap(absl::Now() + impl_->timeout())) {
+    if (!topology.WaitForMap(DeadlineAfter(impl_->timeout()))) {
       return absl::UnavailableError("no cluster node answered CLUSTER SLOTS in time");
     }
     for (EndpointPool* master : topology.Masters()) {

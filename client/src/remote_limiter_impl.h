@@ -34,6 +34,10 @@ namespace asio = boost::asio;
 using client_internal::AppendPolicyCommand;
 using client_internal::ClusterTopology;
 using client_internal::ConnectionOptions;
+using client_internal::Deadline;
+using client_internal::DeadlineAfter;
+using client_internal::Left;
+using client_internal::SteadyNow;
 using client_internal::EndpointPool;
 using client_internal::PolicyMode;
 
@@ -195,7 +199,7 @@ class RemoteLimiter::Impl {
     explicit Operation(asio::io_context& io) : timer(io) {}
     std::vector<Job> jobs;
     std::function<void(std::vector<Job>&)> done;
-    absl::Time deadline;
+    Deadline deadline;
     asio::steady_timer timer;  // fires at the deadline
     bool expired = false;
     std::vector<Batch> batches;  // the round in flight
@@ -218,7 +222,7 @@ class RemoteLimiter::Impl {
 
   // The jobs of `todo` grouped by the node they go to, encoded into one write each.
   std::vector<Batch> Group(std::vector<Job>& jobs, const std::vector<size_t>& todo,
-                           absl::Time deadline);
+                           Deadline deadline);
 
   // Hands each job of `batch` its reply; redirected jobs go back on `todo`.
   void Collect(Batch& batch, absl::StatusOr<std::vector<resp::Value>> replies,

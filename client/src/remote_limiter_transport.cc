@@ -13,11 +13,11 @@ constexpr int kMaxRedirects = 5;
 }  // namespace
 
 void RemoteLimiter::Impl::Run(std::vector<Job>& jobs) {
-  const absl::Time deadline = absl::Now() + absl::FromChrono(options_.timeout);
+  const Deadline deadline = DeadlineAfter(absl::FromChrono(options_.timeout));
   std::vector<size_t> todo(jobs.size());
   std::iota(todo.begin(), todo.end(), 0);
   while (!todo.empty()) {
-    if (absl::Now() >= deadline) {
+    if (SteadyNow() >= deadline) {
       for (size_t j : todo) {
         jobs[j].reply = absl::DeadlineExceededError("no time left to follow a redirection");
       }
@@ -50,7 +50,7 @@ void RemoteLimiter::Impl::RunAsync(std::vector<Job> jobs,
   auto op = std::make_shared<Operation>(io_);
   op->jobs = std::move(jobs);
   op->done = std::move(done);
-  op->deadline = absl::Now() + timeout();
+  op->deadline = DeadlineAfter(timeout());
   op->timer.expires_after(options_.timeout);
   asio::post(io_, [this, op] {
     op->timer.async_wait([this, op](const boost::system::error_code& ec) {
@@ -63,7 +63,7 @@ void RemoteLimiter::Impl::RunAsync(std::vector<Job> jobs,
 }
 
 void RemoteLimiter::Impl::Round(const std::shared_ptr<Operation>& op, std::vector<size_t> todo) {
-  if (!todo.empty() && (stopping_ || op->expired || absl::Now() >= op->deadline)) {
+  if (!todo.empty() && (stopping_ || op->expired || SteadyNow() >= op->deadline)) {
     for (size_t j : todo) {
       op->jobs[j].reply = stopping_
                               ? absl::CancelledError("RemoteLimiter destroyed")
@@ -95,8 +95,7 @@ void RemoteLimiter::Impl::BatchDone(const std::shared_ptr<Operation>& op, size_t
 }
 
 std::vector<Batch> RemoteLimiter::Impl::Group(std::vector<Job>& jobs,
-                                              const std::vector<size_t>& todo,
-                                              absl::Time deadline) {
+                                              const std::vector<size_t>& todo, Deadline deadline) {
   std::vector<Batch> batches;
   for (size_t j : todo) {
     Job& job = jobs[j];
@@ -122,7 +121,7 @@ std::vector<Batch> RemoteLimiter::Impl::Group(std::vector<Job>& jobs,
     // One WAIT covers every write before it on this connection. It gives up after three
     // quarters of what is left of the call, so its "not enough replicas" arrives before the
     // deadline (a timeout would also cost the connection). Never 0: that blocks for good.
-    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    const int64_t left_ms = absl::ToInt64Milliseconds(Left(deadline));
     const int64_t wait_ms = std::max<int64_t>(1, left_ms * 3 / 4);
     const std::string replicas = std::to_string(options_.wait_for_replicas);
     const std::string timeout = std::to_string(wait_ms);

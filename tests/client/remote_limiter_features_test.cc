@@ -145,7 +145,7 @@ TEST_F(RemoteFeaturesTest, ReleaseDetachMoveAndBothPolicyModesShareOneLeaseSet) 
   ASSERT_EQ(Raw({"RL.POLICY", "SET", "jobs", "CONCURRENCY", "2", "LEASE", "1m"}).str, "OK");
   auto inline_client = Connect();
   auto named_client =
-      Connect(milliseconds(50), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
+      Connect(milliseconds(2000), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
   const Policy jobs = MakePolicy("jobs", "CONCURRENCY 2 LEASE 1m");
   Policy by_name;
   by_name.name = "jobs";
@@ -224,7 +224,7 @@ TEST_F(RemoteFeaturesTest, ReleaseDetachMoveAndBothPolicyModesShareOneLeaseSet) 
 TEST_F(RemoteFeaturesTest, RefundAndChargeRoundTrips) {
   ASSERT_EQ(Raw({"RL.POLICY", "SET", "tokens", "FIXED_WINDOW", "100", "1h"}).str, "OK");
   auto limiter = Connect();
-  auto named = Connect(milliseconds(50), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
+  auto named = Connect(milliseconds(2000), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
   const Policy tokens = MakePolicy("tokens", "FIXED_WINDOW 100 1h");
   Policy by_name;
   by_name.name = "tokens";
@@ -298,7 +298,7 @@ TEST_F(RemoteFeaturesTest, PenaltyBlockSeenByTheRemoteClient) {
   ASSERT_EQ(Raw({"RL.POLICY", "SET", "login", "FIXED_WINDOW", "5", "15m", "BLOCK", "1h"}).str,
             "OK");
   auto limiter = Connect();
-  auto named = Connect(milliseconds(50), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
+  auto named = Connect(milliseconds(2000), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
   const Policy login = MakePolicy("login", "FIXED_WINDOW 5 15m BLOCK 1h");
   Policy by_name;
   by_name.name = "login";

@@ -67,7 +67,7 @@ class RemoteLimiterTest : public ::testing::Test {
   }
 
   std::unique_ptr<RemoteLimiter> Connect(
-      milliseconds timeout = milliseconds(50), size_t connections = 2, std::string password = "",
+      milliseconds timeout = milliseconds(2000), size_t connections = 2, std::string password = "",
       RemoteLimiterOptions::PolicyMode mode = RemoteLimiterOptions::PolicyMode::kInline) {
     RemoteLimiterOptions options;
     options.password = std::move(password);

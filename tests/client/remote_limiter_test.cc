@@ -54,7 +54,7 @@ TEST_F(RemoteLimiterTest, OnePolicyOneCountWhoeverAsks) {
   const Policy api = MakePolicy("api", "SLIDING_LOG 6 1m");
   auto inline_client = Connect();
   auto named_client =
-      Connect(milliseconds(50), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
+      Connect(milliseconds(2000), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
 
   absl::StatusOr<Decision> d = inline_client->Check(api, "t1");
   ASSERT_TRUE(d.ok()) << d.status();
@@ -123,7 +123,7 @@ TEST_F(RemoteLimiterTest, ShadowPoliciesNeverDenyInBothModes) {
   EXPECT_EQ(raw.elements[0].integer, 0);
 
   auto named_client =
-      Connect(milliseconds(50), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
+      Connect(milliseconds(2000), 2, "", RemoteLimiterOptions::PolicyMode::kServerPolicy);
   ASSERT_EQ(Raw({"RL.POLICY", "SET", "strial", "FIXED_WINDOW", "1", "1m", "SHADOW"}).str, "OK");
   ASSERT_EQ(Raw({"RL.POLICY", "SET", "strict", "FIXED_WINDOW", "1", "1m"}).str, "OK");
   const Policy stale_strial = MakePolicy("strial", "FIXED_WINDOW 1 1m");         // no SHADOW
