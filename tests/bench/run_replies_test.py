@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """bench/run's pipelined loader (Conn.pipeline_fixed) against a fake server: replies of the
-expected shape (arrays of integers) are counted, and any other reply (a status, a bulk or nil
-string, an array of another length, an error) fails at once with a message, instead of leaving
-the loader waiting for lines that never come. Usage: run_replies_test.py path/to/bench/run"""
+expected shape (arrays of integers, or one status or integer line each) are counted, and any
+other reply (a status, a bulk or nil string, an array of another length, an error) fails at once
+with a message, instead of leaving the loader waiting for lines that never come. Usage: run_replies_test.py path/to/bench/run"""
 
 import importlib.machinery
 import importlib.util
@@ -31,7 +31,10 @@ def serve(reply):
         with conn:
             pending = b""
             while True:
-                data = conn.recv(1 << 16)
+                try:
+                    data = conn.recv(1 << 16)
+                except OSError:  # the loader hung up after a refused reply
+                    return
                 if not data:
                     return
                 # Each command starts with its argument count (three arguments here).
@@ -53,13 +56,18 @@ def main():
              ("nil", b"$-1\r\n", "unexpected reply"),
              ("array of 2", b"*2\r\n:1\r\n:2\r\n", "unexpected reply"),
              ("error", b"-ERR no such command\r\n", "error reply during load: ERR no such")]
+    # One line per reply (SET's +OK, INCR's integer).
+    cases += [("status, one line each", b"+OK\r\n", None, 1),
+              ("integer, one line each", b":7\r\n", None, 1),
+              ("bulk string, one line each", b"$2\r\nOK\r\n", "unexpected reply", 1),
+              ("array, one line each", b"*1\r\n:1\r\n", "unexpected reply", 1)]
     failed = 0
-    for name, reply, want in cases:
+    for name, reply, want, *lines in cases:
         start = time.monotonic()
         # A loader that waits for lines that never come meets this timeout (not a Failure).
         with run.Conn(serve(reply), timeout=10) as conn:
             try:
-                got = conn.pipeline_fixed(iter(commands), 6)
+                got = conn.pipeline_fixed(iter(commands), lines[0] if lines else 6)
                 outcome = f"ok {got}"
             except run.Failure as e:
                 outcome = f"Failure: {e}"
