@@ -109,45 +109,43 @@ class Limiter::Impl::Store {
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Unlock() { impl_.UnlockShards(f_.locked, lock_count_); }
   uint32_t unstored() const { return unstored_; }
 
-  ABSL_ATTRIBUTE_ALWAYS_INLINE bool FindTwo(Q& q, internal::TwoWordState* old) {
+  // The slot of the located state `q` in its shard's `table` (null: none), remembered in q.at.
+  template <class Table>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE const typename Table::value_type* FindSlot(
+      Q& q, Table internal::Shard::*table) {
     internal::Shard& sh = impl_.shards_[q.at.shard];
     sh.mu.AssertHeld();  // by LockShards
-    auto it = sh.two.find(q.at.key);
-    if (it == sh.two.end()) return false;
+    auto it = (sh.*table).find(q.at.key);
+    if (it == (sh.*table).end()) return nullptr;
     q.at.slot = &*it;
-    *old = internal::TwoWordState{impl_.expiry_.FromRel(it->rel_time()), it->word};
+    return &*it;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool FindTwo(Q& q, internal::TwoWordState* old) {
+    const internal::Slot2* slot = FindSlot(q, &internal::Shard::two);
+    if (slot == nullptr) return false;
+    *old = internal::TwoWordState{impl_.expiry_.FromRel(slot->rel_time()), slot->word};
     return true;
   }
   ABSL_ATTRIBUTE_ALWAYS_INLINE bool FindThree(Q& q, internal::ThreeWordState* old) {
-    internal::Shard& sh = impl_.shards_[q.at.shard];
-    sh.mu.AssertHeld();
-    auto it = sh.three.find(q.at.key);
-    if (it == sh.three.end()) return false;
-    q.at.slot = &*it;
-    *old = internal::ThreeWordState{impl_.expiry_.FromRel(it->rel_time()), it->previous(),
-                                    it->current()};
+    const internal::Slot3* slot = FindSlot(q, &internal::Shard::three);
+    if (slot == nullptr) return false;
+    *old = internal::ThreeWordState{impl_.expiry_.FromRel(slot->rel_time()), slot->previous(),
+                                    slot->current()};
     return true;
   }
   // Dropping a log's expired runs changes nothing a check can see, so even a peek prunes here.
   template <bool kReadOnly>
   internal::LogBuf* FindLog(Q& q, const Limit& limit, int64_t now) {
-    internal::Shard& sh = impl_.shards_[q.at.shard];
-    sh.mu.AssertHeld();
-    auto it = sh.logs.find(q.at.key);
-    q.found = it != sh.logs.end();
+    const internal::SlotLog* slot = FindSlot(q, &internal::Shard::logs);
+    q.found = slot != nullptr;
     if (!q.found) return nullptr;
-    q.at.slot = &*it;
-    internal::LogPrune(it->log, limit.window_ms, now);
-    return it->log;
+    internal::LogPrune(slot->log, limit.window_ms, now);
+    return slot->log;
   }
   internal::LeaseBuf* FindLeases(Q& q) {
-    internal::Shard& sh = impl_.shards_[q.at.shard];
-    sh.mu.AssertHeld();
-    auto it = sh.leases.find(q.at.key);
-    q.found = it != sh.leases.end();
-    if (!q.found) return nullptr;
-    q.at.slot = &*it;
-    return it->leases;
+    const internal::SlotLease* slot = FindSlot(q, &internal::Shard::leases);
+    q.found = slot != nullptr;
+    return q.found ? slot->leases : nullptr;
   }
 
   // The penalty blocks beside the states (SlotBlock, same key).

@@ -4,9 +4,8 @@
 //   u8 version, u16 count, then per entry {u64 scope id, u8 kind, u64 window ms, i64 expiry ms,
 //   payload}. The kind is the algorithm (0..5; 6 = CONCURRENCY, window 0), or 0x80 | algorithm
 //   for a penalty block of that algorithm's state in that window (no payload; the expiry is the
-//   block's end). Payloads: two words {i64 a, i64 b}; three words {i64 a, i64 b, i64 c}; a log
-//   {u32 runs, runs x (i64 time ms, i64 count)}, oldest first; leases {u32 n, n x (u64 nonce,
-//   i64 expiry ms)}.
+//   block's end). Payloads are state_codec.h's (two words, three words, a log, leases: the bytes
+//   a snapshot writes, in the caller's own frame).
 // Version 1 has rate states only, of algorithms 0..5; version 2 adds blocks and leases (algorithm
 // 6, CONCURRENCY); version 3 admits every algorithm of the registry (ids up to 127). Encode writes
 // the lowest version that holds the state, so an older rl.so (a replica mid-upgrade) still reads
@@ -84,9 +83,9 @@ void KeyState::Encode(std::string* out) const {
     } else if (kind == StateShape::kLeases) {
       internal::PutLeases(w, b.leases(off), 0, &leases);
     } else {
-      for (size_t k = 0; k < PayloadWords(kind); ++k) {
-        w.PutUint(static_cast<uint64_t>(b.word(off, k)), 8);
-      }
+      const int64_t words[3] = {b.word(off, 0), b.word(off, 1),
+                                kind == StateShape::kThreeWord ? b.word(off, 2) : 0};
+      internal::PutWords(w, kind, words, 0);  // the caller's own frame
     }
   }
 }
@@ -112,8 +111,9 @@ struct Parsed {
   internal::LeaseList leases;
 };
 
-// Reads a state's payload (a log's runs, a lease set or its words) into *e.
-absl::Status ReadPayload(ByteReader& r, StateShape table, Parsed* e) {
+// Reads a state's payload (a log's runs, a lease set or its words) into *e; the words' time moved
+// by `shift_ms` (a log's and a lease set's times, validated as stored, move in PutEntry).
+absl::Status ReadPayload(ByteReader& r, StateShape table, int64_t shift_ms, Parsed* e) {
   const char* why = nullptr;
   if (table == StateShape::kLog) {
     int64_t last = INT64_MIN, total = 0;
@@ -145,17 +145,17 @@ absl::Status ReadPayload(ByteReader& r, StateShape table, Parsed* e) {
     if (got == internal::PayloadRead::kTruncated) return Corrupt("truncated leases");
     if (got == internal::PayloadRead::kTooMany) return Corrupt("too many leases");
     if (got == internal::PayloadRead::kRefused) return Corrupt("bad lease");
-  } else {
-    for (size_t k = 0; k < PayloadWords(table); ++k) {
-      if (!r.Get(&e->words[k])) return Corrupt("truncated state");
-    }
+  } else if (!internal::GetWords(
+                 r, table, [shift_ms](int64_t t) { return ShiftTime(t, shift_ms); }, e->words)) {
+    return Corrupt("truncated state");
   }
   return absl::OkStatus();
 }
 
-// Reads and validates one entry of an encoding of `version`; `before` holds the entries read.
-absl::Status ReadEntry(ByteReader& r, uint64_t version, const std::vector<Parsed>& before,
-                       Parsed* e) {
+// Reads and validates one entry of an encoding of `version` (a two- or three-word state's time
+// moved by `shift_ms`); `before` holds the entries read.
+absl::Status ReadEntry(ByteReader& r, uint64_t version, int64_t shift_ms,
+                       const std::vector<Parsed>& before, Parsed* e) {
   uint64_t kind = 0, window = 0;
   if (!r.GetUint(8, &e->scope) || !r.GetUint(1, &kind) || !r.GetUint(8, &window) ||
       !r.Get(&e->expiry)) {
@@ -183,17 +183,16 @@ absl::Status ReadEntry(ByteReader& r, uint64_t version, const std::vector<Parsed
   }
   const StateShape table = internal::ShapeOf(static_cast<Algorithm>(algorithm));
   if (block) return absl::OkStatus();  // no payload
-  return ReadPayload(r, table, e);
+  return ReadPayload(r, table, shift_ms, e);
 }
 
 // Writes entry `e` (its times moved by `shift_ms`) at `off` of a block with room for it;
 // returns the offset after it.
 size_t PutEntry(Block& b, size_t off, Parsed& e, int64_t shift_ms) {
   char* p = b.p;
-  // Times are validated as stored and moved afterwards; words[0] is the time of every
-  // two- and three-word state (last update, TAT or window start).
+  // Times are validated as stored and moved afterwards (a two- or three-word state's time moved
+  // as it was read).
   e.expiry = ShiftTime(e.expiry, shift_ms);
-  e.words[0] = ShiftTime(e.words[0], shift_ms);
   for (auto& run : e.runs) run.first = ShiftTime(run.first, shift_ms);
   for (auto& lease : e.leases) lease.second = ShiftTime(lease.second, shift_ms);
   Store<uint64_t>(p + off, e.scope);
@@ -247,7 +246,7 @@ absl::StatusOr<KeyState> KeyState::Decode(std::string_view data, int64_t shift_m
   size_t bytes = kHeaderBytes;
   for (uint64_t i = 0; i < count; ++i) {
     Parsed e{};
-    if (absl::Status s = ReadEntry(r, version, entries, &e); !s.ok()) return s;
+    if (absl::Status s = ReadEntry(r, version, shift_ms, entries, &e); !s.ok()) return s;
     bytes += EntryBytes(e.id);
     entries.push_back(std::move(e));
   }

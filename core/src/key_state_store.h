@@ -76,15 +76,15 @@ class BlockStore {
     }
   }
 
+  // The entry of the located state `q` (0: none), remembered in q.at.
+  size_t FindEntry(Q& q) { return q.at.off = b_.Find(sid_, q.at.id); }
   bool FindTwo(Q& q, TwoWordState* old) {
-    q.at.off = b_.Find(sid_, q.at.id);
-    if (q.at.off == 0) return false;
+    if (FindEntry(q) == 0) return false;
     *old = TwoWordState{b_.word(q.at.off, 0), b_.word(q.at.off, 1)};
     return true;
   }
   bool FindThree(Q& q, ThreeWordState* old) {
-    q.at.off = b_.Find(sid_, q.at.id);
-    if (q.at.off == 0) return false;
+    if (FindEntry(q) == 0) return false;
     *old = ThreeWordState{b_.word(q.at.off, 0), b_.word(q.at.off, 1), b_.word(q.at.off, 2)};
     return true;
   }
@@ -92,8 +92,7 @@ class BlockStore {
   // bytes); a read-only run evaluates a pruned copy.
   template <bool kReadOnly>
   LogBuf* FindLog(Q& q, const Limit& limit, int64_t now) {
-    q.at.off = b_.Find(sid_, q.at.id);
-    q.found = q.at.off != 0;
+    q.found = FindEntry(q) != 0;
     LogBuf* log = q.found ? b_.log(q.at.off) : nullptr;
     if (kReadOnly || read_only_) {
       LogBuf* copy = LogClone(log);
@@ -107,8 +106,7 @@ class BlockStore {
     return log;
   }
   LeaseBuf* FindLeases(Q& q) {
-    q.at.off = b_.Find(sid_, q.at.id);
-    q.found = q.at.off != 0;
+    q.found = FindEntry(q) != 0;
     return q.found ? b_.leases(q.at.off) : nullptr;
   }
 

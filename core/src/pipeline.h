@@ -86,30 +86,85 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PutResult(LimitResult& out, const Limit
   out.reset_after_ms = reset;
 }
 
+// What differs between the two- and three-word shapes for the pipeline: how the store finds the
+// state, where the new one is kept, and the steps of a check and of a refund or charge.
+template <class State>
+struct Words;
+template <>
+struct Words<TwoWordState> {
+  template <class S, class Q>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Find(S& s, Q& q, TwoWordState* old) {
+    return s.FindTwo(q, old);
+  }
+  template <class Q>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static TwoWordState& New(Q& q) {
+    return q.two;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static Step<TwoWordState> Check(const TwoWordState* old,
+                                                               const Limit& limit, int64_t now,
+                                                               int64_t cost) {
+    return TwoWordStep(old, limit, now, cost);
+  }
+  static Step<TwoWordState> Adjust(const TwoWordState* old, const Limit& limit, int64_t now,
+                                   int64_t amount, AdjustOp op) {
+    return TwoWordAdjust(old, limit, now, amount, op);
+  }
+};
+template <>
+struct Words<ThreeWordState> {
+  template <class S, class Q>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Find(S& s, Q& q, ThreeWordState* old) {
+    return s.FindThree(q, old);
+  }
+  template <class Q>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static ThreeWordState& New(Q& q) {
+    return q.three;
+  }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static Step<ThreeWordState> Check(const ThreeWordState* old,
+                                                                 const Limit& limit, int64_t now,
+                                                                 int64_t cost) {
+    return ThreeWordStep(old, limit, now, cost);
+  }
+  static Step<ThreeWordState> Adjust(const ThreeWordState* old, const Limit& limit, int64_t now,
+                                     int64_t amount, AdjustOp op) {
+    return ThreeWordAdjust(old, limit, now, amount, op);
+  }
+};
+
+// A two- or three-word state as its store holds it (null: none, q.found says which), into `*old`.
+template <class State, class S, class Q>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline const State* FindWords(S& s, Q& q, State* old) {
+  q.found = Words<State>::Find(s, q, old);
+  return q.found ? old : nullptr;
+}
+// Keeps a step's new state in `q` for the write-back.
+template <class State, class Q>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void KeepWords(Q& q, const Step<State>& next) {
+  Words<State>::New(q) = next.state;
+  q.expiry_ms = next.expiry_ms;
+}
+template <class State, class S, class Q>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult EvaluateWords(S& s, Q& q, const Limit& limit,
+                                                              int64_t now, int64_t cost) {
+  State old;
+  const Step<State> next = Words<State>::Check(FindWords(s, q, &old), limit, now, cost);
+  KeepWords(q, next);
+  return next.result;
+}
+
 // Evaluates one limit on the state its store holds, changing nothing but a log's expired runs.
 template <RunOp kOp, class S, class Q>
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult Evaluate(S& s, Q& q, const Limit& limit,
                                                          int64_t now, int64_t cost) {
   // The two-word shape first: most limits have it (a switch tested it third).
   if (ABSL_PREDICT_TRUE(q.kind == StateShape::kTwoWord)) {
-    TwoWordState old;
-    q.found = s.FindTwo(q, &old);
-    const Step<TwoWordState> step = TwoWordStep(q.found ? &old : nullptr, limit, now, cost);
-    q.two = step.state;
-    q.expiry_ms = step.expiry_ms;
-    return step.result;
+    return EvaluateWords<TwoWordState>(s, q, limit, now, cost);
   }
   switch (q.kind) {
     case StateShape::kTwoWord:
       break;
-    case StateShape::kThreeWord: {
-      ThreeWordState old;
-      q.found = s.FindThree(q, &old);
-      const Step<ThreeWordState> step = ThreeWordStep(q.found ? &old : nullptr, limit, now, cost);
-      q.three = step.state;
-      q.expiry_ms = step.expiry_ms;
-      return step.result;
-    }
+    case StateShape::kThreeWord:
+      return EvaluateWords<ThreeWordState>(s, q, limit, now, cost);
     case StateShape::kLog:
       q.log = s.template FindLog<kOp == RunOp::kPeek>(q, limit, now);
       return LogEvaluate(q.log, limit, now, cost, &q.expiry_ms);
@@ -246,6 +301,18 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RunChecks(S& s, absl::Span<const Limit>
   s.Unlock();
 }
 
+// A two- or three-word state refunded or charged; `*changed` as the step says.
+template <class State, class S, class Q>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult AdjustWords(S& s, Q& q, const Limit& limit,
+                                                            int64_t now, int64_t amount,
+                                                            AdjustOp op, bool* changed) {
+  State old;
+  const Step<State> next = Words<State>::Adjust(FindWords(s, q, &old), limit, now, amount, op);
+  KeepWords(q, next);
+  *changed = next.changed;
+  return next.result;
+}
+
 // One limit of a refund or charge: its new state, handed to the store to write back, and what a
 // check of cost 0 answers right after.
 template <class S, class Q>
@@ -255,28 +322,12 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimitResult AdjustLimit(S& s, Q& q, const Li
   LimitResult r;
   bool changed = false;
   switch (q.kind) {
-    case StateShape::kTwoWord: {
-      TwoWordState old;
-      q.found = s.FindTwo(q, &old);
-      const Step<TwoWordState> step =
-          TwoWordAdjust(q.found ? &old : nullptr, limit, now, amount, op);
-      q.two = step.state;
-      q.expiry_ms = step.expiry_ms;
-      r = step.result;
-      changed = step.changed;
+    case StateShape::kTwoWord:
+      r = AdjustWords<TwoWordState>(s, q, limit, now, amount, op, &changed);
       break;
-    }
-    case StateShape::kThreeWord: {
-      ThreeWordState old;
-      q.found = s.FindThree(q, &old);
-      const Step<ThreeWordState> step =
-          ThreeWordAdjust(q.found ? &old : nullptr, limit, now, amount, op);
-      q.three = step.state;
-      q.expiry_ms = step.expiry_ms;
-      r = step.result;
-      changed = step.changed;
+    case StateShape::kThreeWord:
+      r = AdjustWords<ThreeWordState>(s, q, limit, now, amount, op, &changed);
       break;
-    }
     case StateShape::kLog: {
       LogBuf* log = s.template FindLog<false>(q, limit, now);
       const size_t before = LogBytes(log);

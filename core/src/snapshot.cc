@@ -4,11 +4,9 @@
 //
 // Layout (little-endian, through bytes.h): header {magic "RLSNAP\0\0", u32 version, u32 shard
 // count, u64 seed, i64 wall ms at export}, then records {u8 kind | usage level << 4, u64 key, u32
-// shard, i64 expiry (wall ms), payload}, then u64 XXH64 of everything before it. Payloads: two-word
-// {i64 time, i64 word}; three-word {i64 window start, i64 previous, i64 current}; log {u32 runs,
-// runs * (i64 time, i64 count)}; block: none (the expiry is the block's end, exact); leases {u32
-// count, count * (u64 nonce, i64 expiry)}. Every two- and three-word state starts with a time (last
-// update, TAT or window start); no other word is one.
+// shard, i64 expiry (wall ms), payload}, then u64 XXH64 of everything before it. Payloads are
+// state_codec.h's (two words, three words, a log, leases: the bytes KeyState writes, times in
+// wall ms); a block has none (the expiry is the block's end, exact).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -107,14 +105,13 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
     };
     for (const Slot2& s : sh.two) {
       head(0, s.key, s.expiry);
-      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_time()), to_wall));
-      w.Put<int64_t>(s.word);
+      const int64_t words[2] = {expiry_.FromRel(s.rel_time()), s.word};
+      internal::PutWords(w, StateShape::kTwoWord, words, to_wall);
     }
     for (const Slot3& s : sh.three) {
       head(1, s.key, s.expiry);
-      w.Put<int64_t>(Shift(expiry_.FromRel(s.rel_time()), to_wall));
-      w.Put<int64_t>(s.previous());
-      w.Put<int64_t>(s.current());
+      const int64_t words[3] = {expiry_.FromRel(s.rel_time()), s.previous(), s.current()};
+      internal::PutWords(w, StateShape::kThreeWord, words, to_wall);
     }
     for (const SlotLog& s : sh.logs) {
       head(2, s.key, s.expiry);
@@ -208,16 +205,18 @@ absl::Status ReadRecord(ByteReader& r, uint32_t version, uint32_t shards, int64_
       return absl::DataLossError(log ? "bad snapshot log" : "bad snapshot leases");
     }
   } else if (rec->kind != kKindBlock) {
-    const int words = rec->kind == 0 ? 2 : 3;
-    for (int i = 0; i < words; ++i) {
-      if (!r.Get(&rec->v[i])) return absl::DataLossError("snapshot record truncated");
+    const bool three = rec->kind == 1;
+    // The time moves into the monotonic frame (the store keeps it within 2^47 ms of its base).
+    if (!internal::GetWords(
+            r, three ? StateShape::kThreeWord : StateShape::kTwoWord,
+            [to_mono](int64_t t) { return Shift(t, to_mono); }, rec->v)) {
+      return absl::DataLossError("snapshot record truncated");
     }
     // Every algorithm keeps counts, ticks or token units after the time word, never negative
     // (the token bucket's top bits hold a shift the algorithm would shift by).
-    if (rec->v[1] < 0 || (words == 3 && rec->v[2] < 0)) {
+    if (rec->v[1] < 0 || (three && rec->v[2] < 0)) {
       return absl::DataLossError("bad snapshot record value");
     }
-    rec->v[0] = Shift(rec->v[0], to_mono);  // the store keeps it within 2^47 ms of its base
   }
   return absl::OkStatus();
 }

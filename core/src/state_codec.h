@@ -1,9 +1,12 @@
-// The one encoding of a state's variable-size payloads, shared by rl-server's snapshots
-// (snapshot.cc) and rl::KeyState's encoding (key_state_codec.cc), which persist and replicate
-// them byte for byte alike: a sliding log {u32 runs, runs x (i64 time ms, i64 count)}, oldest
-// first, and a lease set {u32 n, n x (u64 nonce, i64 end ms)}. Little-endian, through bytes.h.
-// Each caller validates what it reads with its own bounds (a snapshot's frame differs: its times
-// are wall-clock times, and it drops what lies outside every window).
+// The one encoding of a state's payload, shared by rl-server's snapshots (snapshot.cc) and
+// rl::KeyState's encoding (key_state_codec.cc), which persist and replicate them byte for byte
+// alike: two words {i64 time ms, i64 word}, three words {i64 time ms, i64 previous, i64 current},
+// a sliding log {u32 runs, runs x (i64 time ms, i64 count)}, oldest first, and a lease set {u32 n,
+// n x (u64 nonce, i64 end ms)}. Little-endian, through bytes.h. The two users differ only in
+// their clock frame (a snapshot's times are wall-clock times, KeyState's the caller's own), so
+// every writer takes the move into the written frame and every reader the move out of it. Each
+// caller validates what it reads with its own bounds (a snapshot drops what lies outside every
+// window).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "algorithms.h"
 #include "bytes.h"
 #include "leases.h"
+#include "registry.h"
 #include "sliding_log.h"
 
 namespace rl::internal {
@@ -23,6 +27,27 @@ using LeaseList = std::vector<std::pair<uint64_t, int64_t>>;  // (nonce, end ms)
 
 // `t` moved by `shift` ms, saturating (0 moves nothing).
 inline int64_t ShiftMs(int64_t t, int64_t shift) { return Clamp64(int128{t} + shift); }
+
+// How many words a two- or three-word payload holds. Word 0 is the state's one time (last update,
+// TAT or window start), the only word a frame moves; the others are counts, ticks or token units.
+inline size_t PayloadWordCount(StateShape shape) { return shape == StateShape::kThreeWord ? 3 : 2; }
+
+// Writes a two- or three-word payload, its time moved by `shift`.
+inline void PutWords(ByteWriter& w, StateShape shape, const int64_t* words, int64_t shift) {
+  w.Put<int64_t>(ShiftMs(words[0], shift));
+  for (size_t k = 1; k < PayloadWordCount(shape); ++k) w.Put<int64_t>(words[k]);
+}
+
+// Reads a two- or three-word payload into `words`, its time passed through `to_frame`; false
+// when the bytes end first.
+template <typename ToFrame>
+bool GetWords(ByteReader& r, StateShape shape, ToFrame&& to_frame, int64_t* words) {
+  for (size_t k = 0; k < PayloadWordCount(shape); ++k) {
+    if (!r.Get(&words[k])) return false;
+  }
+  words[0] = to_frame(words[0]);
+  return true;
+}
 
 // Writes a log's runs, their times moved by `shift`; `scratch` is reused between calls.
 inline void PutLog(ByteWriter& w, const LogBuf* log, int64_t shift, LogRunList* scratch) {
