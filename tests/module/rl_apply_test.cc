@@ -349,7 +349,7 @@ TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
 }
 
 // A check of a one-limit key (bench/run's TOKEN_BUCKET) replicates RL.PUT: three arguments, the
-// state in one, fewer bytes than the check as sent plus 60 (RL.APPLY took nine arguments and
+// state in one, fewer bytes than the check as sent plus 40 (RL.APPLY took nine arguments and
 // ~60 B more), to the replication stream and the AOF alike; the replica and an AOF replay end
 // with the master's bytes.
 TEST(RlApplyTest, AOneLimitCheckReplicatesThreeArguments) {
@@ -372,8 +372,8 @@ TEST(RlApplyTest, AOneLimitCheckReplicatesThreeArguments) {
   const double aof_per = static_cast<double>(aof.size() - aof_bytes) / kChecks;
   std::printf("one TOKEN_BUCKET check: %.1f B to the stream, %.1f B to the AOF; the command %zu\n",
               stream, aof_per, RespSize(check));
-  EXPECT_LE(stream, static_cast<double>(RespSize(check) + 60));
-  EXPECT_LE(aof_per, static_cast<double>(RespSize(check) + 60));
+  EXPECT_LE(stream, static_cast<double>(RespSize(check) + 40));
+  EXPECT_LE(aof_per, static_cast<double>(RespSize(check) + 40));
   const std::string head = "*3\r\n$6\r\nRL.PUT\r\n$40\r\n" + key + "\r\n";
   EXPECT_NE(aof.find(head, aof_bytes), std::string::npos);
   ASSERT_TRUE(WaitForReplicas(master, 1));
