@@ -1,6 +1,7 @@
 // RL.APPLY: how rl.so replicates a state change, bounded by the call rather than by the key.
 //
-// A call that changes a key's state replicates (to replicas and the AOF) the call itself with
+// A call that changes a key's state larger than put.h's kMaxPutBytes (a small one replicates
+// itself, RL.PUT) replicates (to replicas and the AOF) the call itself with
 // everything a replay cannot recompute made explicit: the primary's time, the limits it ran
 // (a named policy's as the primary had them, in canonical text), the lease id it handed out, and
 // what the primary's state came to (its count of states and its expiry) as a check:
@@ -43,7 +44,7 @@ struct Effect {
   std::string_view lease_id;  // kAcquire: the id taken (empty: none); kRelease: the id released
   // The call also moved the key's states to a policy's new window (KeyState::CarryOver), which a
   // replay of the call cannot do (the links to the old windows live in this node's policy): the
-  // whole state is replicated instead (RL.SETSTATE), once per key and window change.
+  // whole state is replicated instead (RL.PUT), once per key and window change.
   bool whole = false;
 };
 

@@ -180,6 +180,27 @@ void* Pack(const SingleState& s, std::string_view scope, absl::Span<const Limit>
 
 void* Pack(const SingleState& s) { return Pack(s, {}, {}, nullptr); }
 
+bool PackedNumbers(const void* value, int64_t* capacity, int64_t* rate) {
+  if (!IsPacked(value)) return false;
+  const Interned& e = g_table[IndexOfValue(value)];
+  *capacity = e.capacity;
+  *rate = e.rate;
+  return true;
+}
+
+void* PackAs(const SingleState& s, int64_t capacity, int64_t rate) {
+  if (s.algorithm != Algorithm::kTokenBucket || capacity <= 0 || rate <= 0 ||
+      capacity > kMaxLimit || rate > kMaxLimit) {
+    return nullptr;
+  }
+  Limit limit;
+  limit.algorithm = Algorithm::kTokenBucket;
+  limit.limit = rate;
+  limit.burst = capacity;
+  limit.window_ms = s.window_ms;
+  return PackWith(s, Intern(s.scope_id, limit), nullptr);
+}
+
 SingleState Unpack(const void* value) {
   const Interned& e = g_table[IndexOfValue(value)];
   uint64_t offset, grains;

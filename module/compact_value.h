@@ -51,6 +51,13 @@ void InitPacking(int64_t now_ms);
 void* Pack(const SingleState& s, std::string_view scope, absl::Span<const Limit> limits,
            const void* previous);
 void* Pack(const SingleState& s);
+// The numbers of a token bucket (capacity, and rate: units per window) that a packed value was
+// packed under: what a replica, which runs no call, needs to pack the same state (put.h).
+bool PackedNumbers(const void* value, int64_t* capacity, int64_t* rate);
+// `s` packed under a token bucket of `capacity` and `rate` per `s.window_ms` (interned, if the
+// numbers fit), or null. Any numbers give an exact value or none: PackWith checks that the
+// state's expiry is the one these numbers give.
+void* PackAs(const SingleState& s, int64_t capacity, int64_t rate);
 // The state a packed value holds.
 SingleState Unpack(const void* value);
 // A block (from Redis's allocator, as KeyState's) holding the state of packed `value`, for a

@@ -1,9 +1,10 @@
-// The permission check of RL.SETSTATE and RL.APPLY (see permissions.h).
+// The permission check of RL.SETSTATE, RL.APPLY and RL.PUT (see permissions.h).
 #include "permissions.h"
 
 #include <cerrno>
 
 #include "apply.h"
+#include "put.h"
 #include "state_type.h"
 
 namespace rl::module {
@@ -58,6 +59,17 @@ int GuardedApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc)
         "permission to RESTORE the key)");
   }
   return ApplyCommand(ctx, argv, argc);
+}
+
+int GuardedPutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  if (!Permitted(ctx, argv[1])) {
+    return RedisModule_ReplyWithError(
+        ctx,
+        "NOPERM this user has no permissions to run the 'rl.put' command (it needs the "
+        "permission to RESTORE the key)");
+  }
+  return PutCommand(ctx, argv, argc);
 }
 
 }  // namespace rl::module

@@ -15,6 +15,7 @@
 #include "policies.h"
 #include "policy_sync.h"
 #include "propagation.h"
+#include "put.h"
 #include "redis_module_api.h"
 #include "rl/ascii.h"
 #include "rl/command/docs.h"
@@ -40,6 +41,7 @@ std::string FlagsFor(const command::CommandDoc& doc) {
 
 bool RegisterCommands(RedisModuleCtx* ctx) {
   if (!RegisterApply(ctx)) return false;  // what replicas and the AOF receive (apply.h)
+  if (!RegisterPut(ctx)) return false;    // and for small states (put.h)
   for (const command::CommandDoc& doc : command::RlCommandDocs()) {
     const int key = doc.first_key;
     if (doc.subcommands.empty()) {

@@ -10,6 +10,7 @@
 #include "compact_value.h"
 #include "glue.h"
 #include "policies.h"
+#include "put.h"
 #include "rl/key_state_single.h"
 
 namespace rl::module {
@@ -39,10 +40,12 @@ void* BlockOf(const void* value) {
   return value == &g_empty_marker || IsPacked(value) ? nullptr : const_cast<void*>(value);
 }
 
-void* ToValue(KeyState&& state) {
+// `capacity` and `rate`, when not 0, are the numbers the writer packed the state under (put.h).
+void* ToValue(KeyState&& state, int64_t capacity = 0, int64_t rate = 0) {
   SingleState single;
   if (GetSingleState(state, &single)) {
-    if (void* packed = Pack(single)) {
+    void* packed = capacity > 0 ? PackAs(single, capacity, rate) : nullptr;
+    if (packed != nullptr || (packed = Pack(single)) != nullptr) {
       KeyState gone = std::move(state);  // frees the block
       return packed;
     }
@@ -156,17 +159,6 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
 }
 
 size_t FreeEffort(RedisModuleString*, const void* value) { return Borrowed(value)->size(); }
-
-void ReplicateState(RedisModuleCtx* ctx, RedisModuleString* name, const KeyState& state) {
-  // One buffer for the module's life (commands run one at a time): no allocation per write.
-  static std::string bytes;
-  bytes.clear();
-  state.Encode(&bytes);
-  // With this node's time, so that an AOF replayed on a clock behind it keeps each wait within
-  // its limits (SetStateCommand).
-  RedisModule_Replicate(ctx, "RL.SETSTATE", "sbl", name, bytes.data(), bytes.size(),
-                        static_cast<long long>(Clock().NowMs()));
-}
 
 absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRORMSG_WRONGTYPE); }
 
@@ -371,8 +363,8 @@ void StateKey::Commit(int64_t now_ms, bool replicate, const Effect& effect) {
   }
   if (!Store(TtlMs(expiry_ms, now_ms), effect.scope, effect.limits)) return;
   Propagate(replicate, [&] {
-    if (effect.whole) {
-      ReplicateState(ctx_, name_, state_);
+    if (effect.whole || FitsPut(state_)) {
+      ReplicatePut(ctx_, name_, now_ms, state_, expiry_ms, value_);
     } else {
       ReplicateEffect(ctx_, name_, now_ms, effect, state_.size(), expiry_ms);
     }
@@ -395,27 +387,19 @@ void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags, const Effect& ef
   }
 }
 
-int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
-  // The writer's time (absent from what an older rl.so wrote): an AOF replayed on a clock behind
-  // the one that wrote it moves the state's times as an RDB load does.
-  int64_t shift_ms = 0;
-  if (argc == 4) {
-    long long written_ms = 0;
-    if (RedisModule_StringToLongLong(argv[3], &written_ms) != REDISMODULE_OK) {
-      return RedisModule_ReplyWithError(ctx, "ERR invalid writer time");
-    }
-    shift_ms = LoadShiftMs(written_ms);
-  }
-  size_t len = 0;
-  const char* bytes = RedisModule_StringPtrLen(argv[2], &len);
-  absl::StatusOr<KeyState> decoded = KeyState::Decode(std::string_view(bytes, len), shift_ms);
+int StoreWholeState(RedisModuleCtx* ctx, RedisModuleString* name, const WholeState& w) {
+  const int64_t shift_ms = w.written_ms ? LoadShiftMs(*w.written_ms) : 0;
+  absl::StatusOr<KeyState> decoded = KeyState::Decode(w.bytes, shift_ms);
   if (!decoded.ok()) {
     const std::string msg = "ERR " + std::string(decoded.status().message());
     return RedisModule_ReplyWithError(ctx, msg.c_str());
   }
+  // The expiry sent beside the state is the state's own: anything else is a damaged form.
+  if (w.expiry_ms && (decoded->empty() || decoded->ExpiryMs() - shift_ms != *w.expiry_ms)) {
+    return RedisModule_ReplyWithError(ctx, "ERR the state's expiry is not the one sent");
+  }
   RedisModuleKey* key = static_cast<RedisModuleKey*>(
-      RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE));
+      RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE));
   const int type = RedisModule_KeyType(key);
   if (type != REDISMODULE_KEYTYPE_EMPTY &&
       (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != g_type)) {
@@ -433,14 +417,14 @@ int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   } else {
     const int64_t expiry = decoded->ExpiryMs();
     // Replicas (which keep the times they are sent) get the state as moved here.
-    if (shift_ms != 0) ReplicateState(ctx, argv[1], *decoded);
-    RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded)));
+    if (shift_ms != 0) ReplicatePut(ctx, name, now, *decoded, expiry, nullptr);
+    RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded), w.capacity, w.rate));
     RedisModule_SetExpire(key, ReplayTtlMs(expiry, now));
   }
   RedisModule_CloseKey(key);
-  RedisModule_SignalModifiedKey(ctx, argv[1]);
+  RedisModule_SignalModifiedKey(ctx, name);
   if (dropped) {
-    RedisModule_Replicate(ctx, "DEL", "s", argv[1]);
+    RedisModule_Replicate(ctx, "DEL", "s", name);
   } else if (shift_ms == 0) {
     RedisModule_ReplicateVerbatim(ctx);
   }

@@ -4,9 +4,10 @@
 // and opens keys for the commands.
 //
 // Replication never carries RL.CHECK as sent (a replica's clock would decide differently): a
-// command that changes a state replicates RL.APPLY, the call with the primary's time and
-// everything else a replay cannot recompute (apply.h), or DEL when nothing is left, so replicas
-// and the AOF reach exactly the master's state at a cost bounded by the call, not by the key;
+// command that changes a state replicates the state itself when it is small (RL.PUT, put.h),
+// else RL.APPLY, the call with the primary's time and everything else a replay cannot recompute
+// (apply.h), or DEL when nothing is left, so replicas and the AOF reach exactly the master's
+// state at a cost bounded by the call, not by the key;
 // when nothing downstream could receive it (propagation.h), the write skips building it. The
 // key's expiry is always the moment its states become equivalent to fresh. RL.SETSTATE (the
 // whole state) is what an AOF rewrite without an RDB preamble writes, and what older versions
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -46,9 +48,10 @@ class StateKey {
   bool stored() const { return stored_; }
 
   // After a change to state() by `effect` at `now_ms`: stores it (a new key), sets the expiry
-  // and, when `replicate` (MustPropagate: something downstream), replicates the effect as
-  // RL.APPLY; when no state is left (or all are fresh at `now_ms`), deletes the key and
-  // replicates DEL. Either way the change counts as a write (server.dirty).
+  // and, when `replicate` (MustPropagate: something downstream), replicates the state as RL.PUT
+  // (small, or a window carried over) or the effect as RL.APPLY; when no state is left (or all are
+  // fresh at `now_ms`), deletes the key and replicates DEL. Either way the change counts as a write
+  // (server.dirty).
   void Commit(int64_t now_ms, bool replicate, const Effect& effect);
   // After replaying a change (RL.APPLY) that the primary made at `op_now_ms`. From upstream (the
   // replication link or an AOF being loaded, per `ctx_flags`) the key stays exactly when the
@@ -87,12 +90,24 @@ class StateKey {
 };
 
 // RL.SETSTATE key encoded-state [writer-ms]: a whole state, as AOF rewrites without an RDB
-// preamble and older versions write it. Validates the encoding (a hostile payload is refused,
-// never a crash), stores it with its expiry (from upstream, as CommitReplayed keeps keys),
-// replies OK and replicates itself (DEL when the key goes). `writer-ms` is the writer's node
-// clock; on a node that is not a replica, a writer more than a second ahead has the state's times
-// moved back by the difference (as an RDB load or RESTORE does: see LoadShiftMs).
+// preamble and older versions write it (StoreWholeState). In put.cc, beside RL.PUT.
 int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+
+// A whole state as RL.SETSTATE and RL.PUT (put.h) carry it.
+struct WholeState {
+  std::string_view bytes;             // KeyState::Encode's
+  std::optional<int64_t> written_ms;  // the writer's node clock, when sent
+  std::optional<int64_t> expiry_ms;   // the state's expiry as the writer had it, when sent
+  int64_t capacity = 0, rate = 0;     // the numbers the writer packed it under (0: none)
+};
+
+// Validates `w` (a hostile encoding, or one whose expiry is not the one sent, is refused, never
+// a crash), stores it under `name` (in a small form when it has one: compact_value.h) with its
+// expiry (from upstream, as CommitReplayed keeps
+// keys), replies OK and replicates itself (DEL when the key goes). On a node that is not a
+// replica, a writer more than a second ahead has the state's times moved back by the difference
+// (as an RDB load or RESTORE does: see LoadShiftMs), and the moved state replicates as RL.PUT.
+int StoreWholeState(RedisModuleCtx* ctx, RedisModuleString* name, const WholeState& w);
 
 // How far a load moves the times of a state its writer wrote at `written_ms` (its node clock):
 // back by how far that was ahead of this node's clock, when more than a second, so no wait grows

@@ -1,13 +1,14 @@
 // What rl.so replicates per call is bounded by the call, not by the key (RL.APPLY, see
-// module/apply.h). For the worst keys (1024 states under one key; one SLIDING_LOG 1000000 1h
-// state holding 7,000 runs) an RL.CHECK adds at most twice its own size to the replication
-// stream (master_repl_offset) and to the AOF, as much as for a key with one state, and the
-// replica still ends with the master's exact state. Every kind of change (policies, BURST,
-// BLOCK, CL.THROTTLE, an acquire with its lease id, a release, refund, charge, reset, a denial
-// that drops runs from a log) replays on a replica and from the AOF to the master's bytes; a
-// promoted replica honours the master's lease ids. An AOF replayed after a state's end keeps it
-// for the calls that built on it. RL.APPLY refuses forgeries and counts replays that miss the
-// primary's state.
+// module/apply.h; a small state replicates itself, RL.PUT, see module/put.h: shorter still).
+// For the worst keys (1024 states under one key; one SLIDING_LOG 1000000 1h state holding 7,000
+// runs) an RL.CHECK adds at most twice its own size to the replication stream
+// (master_repl_offset) and to the AOF, and the replica still ends with the master's exact state.
+// A one-limit key's check replicates three arguments and fewer bytes than RL.APPLY took. Every kind
+// of change (policies, BURST, BLOCK, CL.THROTTLE, an acquire with its lease id, a release, refund,
+// charge, reset, a denial that drops runs from a log) replays on a replica and from the AOF to the
+// master's bytes; a promoted replica honours the master's lease ids. An AOF replayed after a
+// state's end keeps it for the calls that built on it. RL.APPLY refuses forgeries and counts
+// replays that miss the primary's state.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -96,9 +97,11 @@ TEST(RlApplyTest, ACheckReplicatesBytesBoundedByTheCall) {
               master.Call({"DEBUG", "DIGEST-VALUE", check[1]}).elements.at(0).str)
         << check[1];
   }
-  // As much as for a key with one state (the count of states has more digits).
-  EXPECT_LE(stream[0], stream[2] + 8);
-  EXPECT_LE(stream[1], stream[2] + 8);
+  // The two large keys replicate the call (RL.APPLY), as much for one as for the other (the
+  // count of states has more digits); the key with one state replicates it (RL.PUT), less.
+  EXPECT_LE(stream[0], stream[1] + 8);
+  EXPECT_LE(stream[1], stream[0] + 8);
+  EXPECT_LT(stream[2], stream[1]);
   std::printf(
       "bytes per check (stream, AOF): 1024 states %.1f %.1f, log of 7,000 runs %.1f %.1f, "
       "one state %.1f %.1f; the command %zu\n",
@@ -177,8 +180,10 @@ TEST(RlApplyTest, EveryChangeReplaysToTheMastersBytes) {
 
   // The AOF has the calls, not the states; replayed later (on a clock that moved on) it reaches
   // the same bytes.
+  // (RL.APPLY for the keys of several limits or a log, RL.PUT for the small ones.)
   const std::string aof = ReadAofFiles(master.dir());
   EXPECT_NE(aof.find("RL.APPLY"), std::string::npos);
+  EXPECT_NE(aof.find("RL.PUT"), std::string::npos);
   EXPECT_EQ(aof.find("RL.SETSTATE"), std::string::npos);
   const std::string digest = master.Call({"DEBUG", "DIGEST"}).str;
   ASSERT_EQ(master.Call({"DEBUG", "LOADAOF"}).str, "OK");
@@ -218,7 +223,7 @@ TEST(RlApplyTest, AWindowCarriedOverReplicatesTheWholeState) {
   EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
   EXPECT_EQ(replica.Call({"RL.PEEK", "w", "POLICY", "win"}).Ints().at(0), 0);
   // The AOF holds the carried state as a whole; replayed, it reaches the same bytes.
-  EXPECT_NE(ReadAofFiles(master.dir()).find("RL.SETSTATE"), std::string::npos);
+  EXPECT_NE(ReadAofFiles(master.dir()).find("RL.PUT"), std::string::npos);
   const std::string digest = master.Call({"DEBUG", "DIGEST"}).str;
   ASSERT_EQ(master.Call({"DEBUG", "LOADAOF"}).str, "OK");
   EXPECT_EQ(master.Call({"DEBUG", "DIGEST"}).str, digest);
@@ -338,6 +343,101 @@ TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
     cmd.push_back("1");
     cmd.push_back(any(times));
     const Reply r = server.Call(cmd);
+    ASSERT_TRUE(r.type == '+' || r.type == '-') << Show(r);
+  }
+  EXPECT_TRUE(server.running());
+}
+
+// A check of a one-limit key (bench/run's TOKEN_BUCKET) replicates RL.PUT: three arguments, the
+// state in one, fewer bytes than the check as sent plus 40 (RL.APPLY took nine arguments and
+// ~60 B more), to the replication stream and the AOF alike; the replica and an AOF replay end
+// with the master's bytes.
+TEST(RlApplyTest, AOneLimitCheckReplicatesThreeArguments) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer master(MasterOptions());
+  RedisServer replica(Options());
+  ASSERT_TRUE(master.Start());
+  ASSERT_TRUE(replica.Start());
+  ASSERT_TRUE(StartReplication(master, replica));
+  const std::string key(40, 'k');  // bench/run's key length
+  const Cmd check = {"RL.CHECK", key, "TOKEN_BUCKET", "100", "1h"};
+  ASSERT_EQ(master.Call(check).Ints().at(0), 1);  // the key exists: no DEL, no MULTI
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  constexpr int kChecks = 20;
+  const long long offset = Offset(master);
+  const size_t aof_bytes = ReadAofFiles(master.dir()).size();
+  for (int i = 0; i < kChecks; ++i) ASSERT_EQ(master.Call(check).Ints().at(0), 1);
+  const double stream = static_cast<double>(Offset(master) - offset) / kChecks;
+  const std::string aof = ReadAofFiles(master.dir());
+  const double aof_per = static_cast<double>(aof.size() - aof_bytes) / kChecks;
+  std::printf("one TOKEN_BUCKET check: %.1f B to the stream, %.1f B to the AOF; the command %zu\n",
+              stream, aof_per, RespSize(check));
+  EXPECT_LE(stream, static_cast<double>(RespSize(check) + 40));
+  EXPECT_LE(aof_per, static_cast<double>(RespSize(check) + 40));
+  const std::string head = "*3\r\n$6\r\nRL.PUT\r\n$40\r\n" + key + "\r\n";
+  EXPECT_NE(aof.find(head, aof_bytes), std::string::npos);
+  ASSERT_TRUE(WaitForReplicas(master, 1));
+  EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str,
+            master.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str);
+  const long long m = master.Call({"PTTL", key}).integer;
+  EXPECT_NEAR(static_cast<double>(m), static_cast<double>(replica.Call({"PTTL", key}).integer),
+              1000.0);
+  EXPECT_EQ(replica.Call({"MEMORY", "USAGE", key}).integer,
+            master.Call({"MEMORY", "USAGE", key}).integer)
+      << "the replica keeps the small form too";
+  const std::string digest = master.Call({"DEBUG", "DIGEST"}).str;
+  ASSERT_EQ(master.Call({"DEBUG", "LOADAOF"}).str, "OK");
+  EXPECT_EQ(master.Call({"DEBUG", "DIGEST"}).str, digest);
+}
+
+// RL.PUT from a client: held to RESTORE's permission (rl_key_test), validated before anything is
+// stored, its form version named when unknown.
+TEST(RlApplyTest, PutFormsAreValidated) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer server(Options());
+  ASSERT_TRUE(server.Start());
+  const int64_t now = TimeMs(server.Call({"TIME"}));
+  EncodedEntry e;
+  e.algorithm = 0;
+  e.window_ms = 3600 * 1000;
+  e.words = {now, 1000};
+  e.expiry_ms = now + 1800 * 1000;
+  const std::string state = EncodeState({e});
+  auto form = [&](uint8_t version, int64_t t, int64_t expiry, const std::string& body) {
+    std::string f(1, static_cast<char>(version));
+    for (int64_t v : {t, expiry}) {
+      for (int i = 0; i < 8; ++i)
+        f.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
+    }
+    return f + std::string(2, '\0') + body;  // no small form's numbers
+  };
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "empty"},
+      {form(2, now, e.expiry_ms, state), "RL.PUT form 2 is unknown"},
+      {form(1, now, e.expiry_ms, state).substr(0, 12), "short"},
+      {form(1, -1, e.expiry_ms, state), "invalid time"},
+      {form(1, int64_t{1} << 48, e.expiry_ms, state), "invalid time"},
+      {form(1, now, e.expiry_ms, state.substr(0, state.size() - 1)), "invalid rate-limit state"},
+      {form(1, now, e.expiry_ms + 1, state), "expiry is not the one sent"},
+      {form(1, now, 0, EncodeState({})), "expiry is not the one sent"},
+  };
+  for (const auto& [f, why] : bad) {
+    const Reply r = server.Call({"RL.PUT", "k", f});
+    EXPECT_EQ(r.type, '-') << why;
+    EXPECT_NE(r.str.find(why), std::string::npos) << Show(r);
+  }
+  EXPECT_EQ(server.Call({"RL.PUT", "k"}).type, '-');
+  EXPECT_EQ(server.Call({"EXISTS", "k"}).integer, 0);
+  ASSERT_EQ(server.Call({"RL.PUT", "k", form(1, now, e.expiry_ms, state)}).str, "OK");
+  const Reply peek = server.Call({"RL.PEEK", "k", "TOKEN_BUCKET", "5", "1h", "COST", "0"});
+  EXPECT_EQ(DecisionOf(peek).at(0), 1) << Show(peek);
+  EXPECT_GT(server.Call({"PTTL", "k"}).integer, 1700 * 1000);
+  // Hostile bytes after a valid header are refused, never a crash.
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    std::string f = form(1, now, e.expiry_ms, state);
+    for (int j = 0; j < 3; ++j) f[19 + rng() % (f.size() - 19)] = static_cast<char>(rng());
+    const Reply r = server.Call({"RL.PUT", "h", f});
     ASSERT_TRUE(r.type == '+' || r.type == '-') << Show(r);
   }
   EXPECT_TRUE(server.running());

@@ -436,6 +436,10 @@ TEST_F(RlKeyTest, SetStateIsDangerous) {
   EXPECT_EQ(u.Call({"RL.APPLY", "victim", "0", "RESET", "", "FIXED_WINDOW 1 1h", "", "0"}).str,
             "NOPERM this user has no permissions to run the 'rl.apply' command (it needs the "
             "permission to RESTORE the key)");
+  // RL.PUT (a small state as replicated) too.
+  EXPECT_EQ(u.Call({"RL.PUT", "victim", std::string(19, '\0')}).str,
+            "NOPERM this user has no permissions to run the 'rl.put' command (it needs the "
+            "permission to RESTORE the key)");
   EXPECT_EQ(u.Call({"RL.CHECK", "victim", "FIXED_WINDOW", "1", "1h"}).Ints()[0], 0) << "reset";
   // Nor through a script, whose calls Redis checks against the caller's ACL only.
   const Reply eval = u.Call({"EVAL", "return redis.call('RL.SETSTATE', KEYS[1], ARGV[1])", "1",
@@ -496,7 +500,8 @@ TEST_F(RlKeyTest, MinReplicasToWriteRefusesWriters) {
       {"RL.POLICYSET", "x"},
       {"CL.THROTTLE", "mr:cell", "1", "2", "3"},
       {"RL.SETSTATE", "mr:k", "x"},
-      {"RL.APPLY", "mr:k", "x"}};
+      {"RL.APPLY", "mr:k", "x"},
+      {"RL.PUT", "mr:k", "x"}};
   const std::set<std::string> readers = {"rl.peek", "rl.policy|get", "rl.policy|list",
                                          "rl.policy|help", "rl.policy|version"};
   // Every command rl.so registers is one of the two lists: a new writer is tested here too.

@@ -177,7 +177,7 @@ TEST_F(RlPersistenceTest, AofSwitchedOnAtRuntimeGetsEveryEffect) {
   EXPECT_EQ(server.Call({"RL.CHECK", "after", "GCRA", "5", "1h"}).Ints()[0], 1);
   EXPECT_EQ(server.Call({"RL.RESET", "before", "TOKEN_BUCKET", "5", "1h"}).integer, 1);
   const std::string aof = ReadAofFiles(server.dir());
-  EXPECT_NE(aof.find("RL.APPLY\r\n$5\r\nafter"), std::string::npos);
+  EXPECT_NE(aof.find("RL.PUT\r\n$5\r\nafter"), std::string::npos);  // a one-limit state (put.h)
   EXPECT_NE(aof.find("DEL\r\n$6\r\nbefore"), std::string::npos);
   EXPECT_EQ(aof.find("RL.CHECK"), std::string::npos);
   EXPECT_EQ(aof.find("RL.RESET"), std::string::npos);

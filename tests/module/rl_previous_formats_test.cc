@@ -2,12 +2,16 @@
 // payloads (the RDB encoding of a value, version 2, around KeyState encodings version 1 and 2)
 // go through RESTORE, and an AOF rewrite's RL.SETSTATE and PEXPIREAT lines replay. The states
 // were made on 2026-12-01 with ten-year windows, so their counts still hold when the test runs.
+// The AOF that 0.3.0 (main 178f154) wrote while replicating every kind of change as RL.APPLY
+// (fixtures/apply_aof, made by fixtures/make_apply_aof.sh) replays to the states it left.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "probe_util.h"
 #include "redis_harness.h"
 #include "rl_util.h"
 
@@ -130,6 +134,61 @@ TEST_F(RlPreviousFormatsTest, AofSetStateLinesReplay) {
     ASSERT_NE(r.type, '-') << cmd[0] << " " << cmd[1] << " " << Show(r);
   }
   ExpectTheSavedStates(server());
+}
+
+// fixtures/apply_aof: one change of every kind 0.3.0 replicated as RL.APPLY (CHECK under inline
+// limits, a policy and CL.THROTTLE's scope, ACQUIRE with its lease id, RELEASE, REFUND, CHARGE,
+// RESET of one of two limits, a RESET's DEL), a carried-over window (RL.SETSTATE) and two policy
+// sets (RL.POLICYSET). What make_apply_aof.sh printed from that server (RL.PEEK ... COST 0:
+// allowed, limit, remaining) is what this rl.so must answer after replaying the file.
+TEST(RlPreviousAofTest, RlApplyLinesOfZeroThreeReplay) {
+  if (!RedisAvailable()) GTEST_SKIP() << ServerName() << " or its cli not installed";
+  namespace fs = std::filesystem;
+  RedisServer server(RlOptions().With("appendonly yes").With("aof-use-rdb-preamble no"));
+  ASSERT_TRUE(server.Start());
+  ASSERT_TRUE(server.Stop());
+  const fs::path aof_dir = fs::path(server.dir()) / "appendonlydir";
+  fs::remove_all(aof_dir);
+  fs::create_directories(aof_dir);
+  for (const auto& f : fs::directory_iterator(fs::path(RL_FIXTURES_DIR) / "apply_aof")) {
+    fs::copy_file(f.path(), aof_dir / f.path().filename());
+  }
+  const std::string aof = ReadAofFiles(server.dir());
+  ASSERT_NE(aof.find("RL.APPLY"), std::string::npos);
+  ASSERT_NE(aof.find("RL.SETSTATE"), std::string::npos);
+  ASSERT_TRUE(server.Start());
+  const std::vector<std::pair<Cmd, std::vector<int64_t>>> peeks = {
+      {{"fx:pol", "POLICY", "fxpol"}, {1, 3, 1}},
+      {{"fx:tb", "TOKEN_BUCKET", "5", "3650d"}, {1, 5, 4}},
+      {{"fx:gcra", "GCRA", "5", "3650d", "BURST", "8"}, {1, 8, 5}},
+      {{"fx:fw", "FIXED_WINDOW", "2", "3650d", "BLOCK", "3650d"}, {0, 2, 0}},
+      {{"fx:lease", "CONCURRENCY", "3"}, {1, 3, 1}},
+      {{"fx:sw", "SLIDING_WINDOW", "5", "3650d"}, {1, 5, 3}},
+      {{"fx:two", "LEAKY_BUCKET", "5", "3650d"}, {1, 5, 4}},
+      {{"fx:win", "POLICY", "win"}, {1, 6, 1}},
+  };
+  for (const auto& [args, want] : peeks) {
+    const Reply r = server.Call(With(With({"RL.PEEK"}, args), {"COST", "0"}));
+    const std::vector<int64_t> d = DecisionOf(r);
+    ASSERT_GE(d.size(), 3u) << args[0] << " " << Show(r);
+    EXPECT_EQ(std::vector<int64_t>(d.begin(), d.begin() + 3), want) << args[0] << " " << Show(r);
+  }
+  // A GCRA 1 per 3650d with a burst of 3, called twice: one left (CL.THROTTLE's own scope).
+  const Reply cell = server.Call({"CL.THROTTLE", "fx:cell", "2", "1", "315360000"});
+  ASSERT_EQ(cell.elements.size(), 5u) << Show(cell);
+  EXPECT_EQ(cell.elements[0].integer, 0);
+  EXPECT_EQ(cell.elements[2].integer, 0);
+  EXPECT_EQ(server.Call({"EXISTS", "fx:gone"}).integer, 0);
+  EXPECT_EQ(server.Call({"DBSIZE"}).integer, 9);
+  // The lease released before the file ended is gone, the other still held.
+  EXPECT_EQ(
+      server.Call({"RL.RELEASE", "fx:lease", "3a06f18aaf172b97000000000000000052e3f25f"}).integer,
+      0);
+  EXPECT_EQ(
+      server.Call({"RL.RELEASE", "fx:lease", "98e4e1623a41560b00000000000000005e4c4296"}).integer,
+      1);
+  // Every replay reached the state the primary reported.
+  EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
 }
 
 }  // namespace

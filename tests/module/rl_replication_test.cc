@@ -123,10 +123,12 @@ TEST(RlReplicationTest, ReplicaAnswersAsTheMaster) {
   EXPECT_EQ(replica.Call({"DBSIZE"}).integer, master.Call({"DBSIZE"}).integer);
   EXPECT_EQ(Show(replica.Call({"RL.POLICY", "LIST"})), Show(master.Call({"RL.POLICY", "LIST"})));
   EXPECT_EQ(replica.Call({"RL.POLICY", "GET", "pre"}).str, "GCRA 10 1h");
-  // Replicas received the calls with the master's time (RL.APPLY), never the commands as sent:
-  // their own clock decides nothing, and every replay reached the master's state.
+  // Replicas received the calls with the master's time (RL.APPLY) or the small states themselves
+  // (RL.PUT), never the commands as sent: their own clock decides nothing, and every replay
+  // reached the master's state.
   EXPECT_EQ(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.check"), std::string::npos);
   EXPECT_NE(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.apply"), std::string::npos);
+  EXPECT_NE(replica.Call({"INFO", "commandstats"}).str.find("cmdstat_rl.put"), std::string::npos);
   EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
 
   // The replica serves reads and refuses writes before the module runs.

@@ -1,0 +1,126 @@
+// The whole-state forms (see put.h): RL.PUT's form 1, built on the primary and read on replicas
+// and AOF loads, and RL.SETSTATE, which AOF rewrites and earlier versions write.
+#include "put.h"
+
+#include <string>
+#include <string_view>
+
+#include "compact_value.h"
+#include "glue.h"
+#include "permissions.h"
+#include "state_type.h"
+
+namespace rl::module {
+namespace {
+
+constexpr uint8_t kForm1 = 1;
+// u8 form, i64 now-ms, i64 expiry-ms, then the two varints.
+constexpr size_t kFixedBytes = 17;
+// The primary's times are absolute Unix milliseconds: anything outside [0, 2^48) is a forgery.
+constexpr int64_t kMaxNowMs = int64_t{1} << 48;
+
+void PutInt64(std::string* out, int64_t v) {
+  const auto u = static_cast<uint64_t>(v);
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+}
+
+int64_t GetInt64(const char* p) {
+  uint64_t u = 0;
+  for (int i = 7; i >= 0; --i) u = (u << 8) | static_cast<uint8_t>(p[i]);
+  return static_cast<int64_t>(u);
+}
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Reads a varint of at most 63 bits from the front of `*in`; false when malformed.
+bool GetVarint(std::string_view* in, int64_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 63; shift += 7) {
+    if (in->empty()) return false;
+    const auto byte = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *out = static_cast<int64_t>(v & ~(uint64_t{1} << 63));
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
+                  const KeyState& state, int64_t expiry_ms, const void* value) {
+  // One buffer for the module's life (commands run one at a time): no allocation per write.
+  static std::string form;
+  form.clear();
+  form.push_back(static_cast<char>(kForm1));
+  PutInt64(&form, now_ms);
+  PutInt64(&form, expiry_ms);
+  int64_t capacity = 0, rate = 0;
+  if (value != nullptr) PackedNumbers(value, &capacity, &rate);
+  PutVarint(&form, static_cast<uint64_t>(capacity));
+  PutVarint(&form, static_cast<uint64_t>(rate));
+  state.Encode(&form);
+  RedisModule_Replicate(ctx, "RL.PUT", "sb", name, form.data(), form.size());
+}
+
+int PutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  size_t len = 0;
+  const char* p = RedisModule_StringPtrLen(argv[2], &len);
+  if (len == 0) return RedisModule_ReplyWithError(ctx, "ERR invalid RL.PUT form: empty");
+  if (static_cast<uint8_t>(p[0]) != kForm1) {
+    const std::string msg = "ERR RL.PUT form " + std::to_string(static_cast<uint8_t>(p[0])) +
+                            " is unknown to this rl.so (a newer primary's: upgrade replicas first)";
+    return RedisModule_ReplyWithError(ctx, msg.c_str());
+  }
+  WholeState w;
+  std::string_view rest(p, len);
+  if (len >= kFixedBytes) {
+    w.written_ms = GetInt64(p + 1);
+    w.expiry_ms = GetInt64(p + 9);
+    rest.remove_prefix(kFixedBytes);
+  }
+  if (len < kFixedBytes || !GetVarint(&rest, &w.capacity) || !GetVarint(&rest, &w.rate)) {
+    return RedisModule_ReplyWithError(ctx, "ERR invalid RL.PUT form: short");
+  }
+  if (*w.written_ms < 0 || *w.written_ms >= kMaxNowMs) {
+    return RedisModule_ReplyWithError(ctx, "ERR invalid time");
+  }
+  w.bytes = rest;
+  return StoreWholeState(ctx, argv[1], w);
+}
+
+int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
+  WholeState w;
+  size_t len = 0;
+  const char* bytes = RedisModule_StringPtrLen(argv[2], &len);
+  w.bytes = std::string_view(bytes, len);
+  // The writer's time (absent from what an older rl.so wrote): an AOF replayed on a clock behind
+  // the one that wrote it moves the state's times as an RDB load does.
+  if (argc == 4) {
+    long long written_ms = 0;
+    if (RedisModule_StringToLongLong(argv[3], &written_ms) != REDISMODULE_OK) {
+      return RedisModule_ReplyWithError(ctx, "ERR invalid writer time");
+    }
+    w.written_ms = written_ms;
+  }
+  return StoreWholeState(ctx, argv[1], w);
+}
+
+bool RegisterPut(RedisModuleCtx* ctx) {
+  // Internal like RL.APPLY: guarded as RESTORE is (permissions.h), not callable from scripts.
+  return RedisModule_CreateCommand(ctx, "rl.put", GuardedPutCommand,
+                                   "write deny-oom admin deny-script", 1, 1, 1) == REDISMODULE_OK;
+}
+
+}  // namespace rl::module
