@@ -18,6 +18,7 @@
 // encoding, so a compare-and-swap that finds the value it read acts on exactly that state.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -37,14 +38,16 @@ struct alignas(64) HotEntry {
   std::atomic<uint64_t> word{0};
   std::atomic<uint64_t> key{0};
   std::atomic<uint64_t> meta{0};
+  // The limit (and capacity) of the locked call that last made the word live: the lock-free path
+  // serves only calls of that limit, so the expiry a fold writes is the one the locked path would
+  // have written after them. Changed only while the word is dead.
+  std::atomic<int64_t> limit{0};
+  std::atomic<int64_t> capacity{0};
   // Under the shard lock only.
+  int64_t window_ms = 0;
   uint64_t candidate = 0;  // the last key that asked for this entry while it was not live
   uint32_t gen = 0;        // the current binding's generation; 0 = never bound
   bool bound = false;      // `key` is meaningful (the word may still be dead)
-  // The binding's latest limit, for the expiry and usage level a fold writes.
-  int64_t limit = 0;
-  int64_t window_ms = 0;
-  int64_t burst = 0;
 };
 static_assert(sizeof(HotEntry) == 64);
 
@@ -89,10 +92,15 @@ inline bool Encode(int64_t rel, int64_t word, uint64_t m, uint64_t* out) {
 inline Limit LimitOf(const HotEntry& e) {
   Limit l;
   l.algorithm = Algorithm::kGcra;
-  l.limit = e.limit;
+  l.limit = e.limit.load(std::memory_order_relaxed);
   l.window_ms = e.window_ms;
-  l.burst = e.burst;
+  l.burst = e.capacity.load(std::memory_order_relaxed);
   return l;
+}
+inline void SetLimit(HotEntry& e, const Limit& limit) {
+  e.limit.store(limit.limit, std::memory_order_relaxed);
+  e.capacity.store(limit.capacity(), std::memory_order_relaxed);
+  e.window_ms = limit.window_ms;
 }
 
 }  // namespace hot
@@ -113,15 +121,20 @@ inline bool HotCheck(HotEntry& e, uint64_t key, const ExpiryCodec& codec, const 
   if ((w & hot::kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return false;
   const uint64_t m = e.meta.load(std::memory_order_acquire);
   const uint32_t gen = hot::GenOfMeta(m);
-  if (hot::GenOfWord(w) != gen) return false;
+  if (hot::GenOfWord(w) != gen || e.limit.load(std::memory_order_relaxed) != limit.limit ||
+      e.capacity.load(std::memory_order_relaxed) != limit.capacity()) {
+    return false;
+  }
   for (;;) {
     int64_t rel, word;
     hot::Decode(w, m, &rel, &word);
     const TwoWordState old{codec.FromRel(rel), word};
     const Step<TwoWordState> step = Gcra(&old, limit, now, cost);
     if (!consume || !step.result.allowed || cost == 0) {
-      // Unchanged. A state found fresh-equivalent is dropped by the locked path (lazy expiry).
-      if (step.expiry_ms <= now) return false;
+      // Unchanged. A state found fresh-equivalent is dropped by the locked path (lazy expiry),
+      // and a peek that would admit a cost refreshes the slot's expiry to what consuming it would
+      // leave: both are the lock's to do.
+      if (step.expiry_ms <= now || (step.result.allowed && cost > 0)) return false;
       *r = step.result;
       return true;
     }
@@ -136,8 +149,11 @@ inline bool HotCheck(HotEntry& e, uint64_t key, const ExpiryCodec& codec, const 
   }
 }
 
-// Under the shard's lock: makes the slot authoritative again for the entry's key (its time, word,
-// and the expiry and usage level a check of cost 0 at `now` would write), killing the word.
+// Under the shard's lock: makes the slot authoritative again for the entry's key, killing the word.
+// The slot gets the word's time and word, the expiry the locked path would have written after the
+// same calls (the TAT, rounded up: every call the word served had the entry's limit and left the
+// TAT at or after its own time), and the usage level of the state at `now` (the locked path's is
+// the level at its last write, an upper bound of that: the state only got fresher since).
 inline void FoldHot(HotEntry& e, Shard& sh, const ExpiryCodec& codec, int64_t now)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   const uint64_t w = e.word.exchange(0, std::memory_order_acq_rel);
@@ -149,8 +165,9 @@ inline void FoldHot(HotEntry& e, Shard& sh, const ExpiryCodec& codec, int64_t no
   it->set_rel_time(rel);
   it->word = word;
   const TwoWordState state{codec.FromRel(rel), word};
-  const Step<TwoWordState> step = Gcra(&state, hot::LimitOf(e), now, 0);
-  it->expiry = codec.Encode(step.expiry_ms, UsageLevel(step.result));
+  const Limit limit = hot::LimitOf(e);
+  const int64_t expiry_ms = Gcra(&state, limit, std::min(now, state.time), 0).expiry_ms;
+  it->expiry = codec.Encode(expiry_ms, UsageLevel(Gcra(&state, limit, now, 0).result));
 }
 inline void FoldHotAll(HotEntry* shard_entries, Shard& sh, const ExpiryCodec& codec, int64_t now)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
@@ -175,9 +192,7 @@ inline void BindHot(HotEntry* shard_entries, const Shard& sh, uint64_t key, int6
   // Live only for another key (a live key's locked access folded it first).
   if ((e.word.load(std::memory_order_relaxed) & hot::kLive) != 0) return;
   if (mine) {
-    e.limit = limit.limit;
-    e.window_ms = limit.window_ms;
-    e.burst = limit.burst;
+    hot::SetLimit(e, limit);
     if (hot::Encode(rel, word, e.meta.load(std::memory_order_relaxed), &next)) {
       e.word.store(next, std::memory_order_release);
       return;
@@ -199,9 +214,7 @@ inline void BindHot(HotEntry* shard_entries, const Shard& sh, uint64_t key, int6
   e.meta.store(meta, std::memory_order_release);
   e.key.store(key, std::memory_order_release);
   e.bound = true;
-  e.limit = limit.limit;
-  e.window_ms = limit.window_ms;
-  e.burst = limit.burst;
+  hot::SetLimit(e, limit);
   e.word.store(next, std::memory_order_release);
 }
 
