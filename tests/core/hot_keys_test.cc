@@ -1,7 +1,8 @@
 // The lock-free path of hot GCRA keys (core/src/hot_keys.h, LimiterOptions::hot_keys): it answers
 // exactly as the locked path under random traffic that mixes every operation on the key, many
-// threads on one hot key admit exactly the limit, a hot entry decides while its shard's lock is
-// held by someone else, and a word read under an earlier binding of an entry never lands.
+// threads on one hot key admit exactly the limit (also while the word keeps being folded back), a
+// hot entry decides while its shard's lock is held by someone else, and a word read under an
+// earlier binding of an entry never lands.
 #include "hot_keys.h"
 
 #include <atomic>
@@ -142,6 +143,51 @@ TEST(HotKeys, ManyThreadsOnOneHotKeyAdmitExactlyTheLimit) {
     EXPECT_EQ(waits.load(), 8 * per_thread - limit);
     EXPECT_EQ(limiter.Peek("", key, {l}, 0)->remaining, 0);
   }
+}
+
+// Threads on one hot key while another keeps folding its word back into the table (sweeps,
+// snapshots, peeks that would admit, multi-limit checks of cost 0: each takes the lock, none
+// changes the state) and the key keeps being made hot again: still exactly the limit.
+TEST(HotKeys, FoldsBesideLockFreeChecksLoseNothing) {
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  const int64_t limit = 20'000;
+  const Limit l{Algorithm::kGcra, limit + 2, 3600 * 1000};
+  const Limit other{Algorithm::kFixedWindow, 10, 1000};
+  ASSERT_TRUE(limiter.Check("", "k", {l})->allowed);
+  ASSERT_TRUE(limiter.Check("", "k", {l})->allowed);
+  std::atomic<int64_t> allowed{0};
+  std::atomic<int> running{4};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 8000; ++i) allowed += limiter.Check("", "k", {l})->allowed;
+      --running;
+    });
+  }
+  int folds = 0;
+  while (running.load() > 0 || folds < 40) {
+    switch (folds++ % 4) {
+      case 0:
+        limiter.Sweep(SIZE_MAX);
+        break;
+      case 1: {
+        std::string snapshot;
+        ASSERT_TRUE(limiter.ExportState(&snapshot).ok());
+        break;
+      }
+      case 2:
+        (void)limiter.Peek("", "k", {l}, 1);
+        break;
+      case 3:
+        (void)limiter.Check("", "k", {l, other}, 0);
+        break;
+    }
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(allowed.load(), limit);
+  EXPECT_EQ(limiter.Peek("", "k", {l}, 0)->remaining, 0);
+  EXPECT_EQ(limiter.KeyCount(), 1u);
 }
 
 // White-box: the entry's word, on a shard of our own.
