@@ -212,7 +212,7 @@ class HotEntryTest : public ::testing::Test {
 };
 
 TEST_F(HotEntryTest, DecidesWhileTheShardIsLockedAndFoldsBackExactly) {
-  sh_.mu.lock();
+  internal::ShardLock lock(sh_.mu);  // held throughout: the hot path must not need it
   Store(kKey, 500, 3);
   internal::BindHot(entries_, sh_, kKey, 500, 3, limit_);  // asks once: not yet
   LimitResult r;
@@ -241,12 +241,10 @@ TEST_F(HotEntryTest, DecidesWhileTheShardIsLockedAndFoldsBackExactly) {
   EXPECT_EQ(Slot(kKey).word, state.word);
   EXPECT_FALSE(internal::HotCheck(internal::HotEntryOf(entries_, kKey), kKey, codec_, limit_, 400,
                                   0, true, &r));
-  sh_.Clear();
-  sh_.mu.unlock();
 }
 
 TEST_F(HotEntryTest, AWordOfAnEarlierBindingNeverLands) {
-  sh_.mu.lock();
+  internal::ShardLock lock(sh_.mu);  // held throughout: the hot path must not need it
   // A second key with the same entry index (the low bits).
   const uint64_t other = kKey + internal::kHotPerShard;
   Store(kKey, 0, 0);
@@ -269,8 +267,6 @@ TEST_F(HotEntryTest, AWordOfAnEarlierBindingNeverLands) {
   LimitResult r;
   EXPECT_FALSE(internal::HotCheck(e, kKey, codec_, limit_, 0, 1, true, &r));
   EXPECT_TRUE(internal::HotCheck(e, other, codec_, limit_, 0, 1, true, &r));
-  sh_.Clear();
-  sh_.mu.unlock();
 }
 
 TEST(HotWord, EncodesExactlyOrRefuses) {
