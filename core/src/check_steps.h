@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "absl/base/attributes.h"
+#include "hot_keys.h"
 #include "leases.h"
 #include "limiter_impl.h"
 #include "pipeline.h"
@@ -94,6 +95,30 @@ class Limiter::Impl::Store {
                            : hasher_.For(limit);
     q.at.key = f_.keys[i] = k;
     q.at.shard = f_.locked[i] = impl_.ShardOf(k);
+    // A single GCRA limit of a check, refund or charge (not a peek) keeps its state in the
+    // shard's hot entry when it can (hot_keys.h); Lock forgets it for calls of several limits.
+    if constexpr (kOp == Op::kCheck) {
+      if (i == 0 && impl_.hot_ && limit.algorithm == Algorithm::kGcra && limit.block_ms == 0) {
+        hot_limit_ = &limit;
+      }
+    }
+  }
+  // The lock-free check of an existing hot key (see hot_keys.h): true when it decided `out`.
+  // Its clock reading is the one the locked path uses if it falls back.
+  template <Op kOp>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool TryHot(const Limit& limit, int64_t cost, Decision& out) {
+    const uint64_t k = hasher_.For(limit);
+    internal::HotEntry* entries = impl_.HotOf(impl_.ShardOf(k));
+    now_ = impl_.clock_->NowMs();
+    have_now_ = true;
+    LimitResult r;
+    if (!internal::HotCheck(internal::HotEntryOf(entries, k), k, impl_.expiry_, limit, now_, cost,
+                            kOp == Op::kCheck, &r)) {
+      return false;
+    }
+    internal::PutResult(out.limits[0], r);
+    internal::MakeDecision(1, out);
+    return true;
   }
   // The lease set of a release, whose scope is known by its id only.
   void LocateLeases(Q& q, uint64_t scope_id) {
@@ -103,9 +128,13 @@ class Limiter::Impl::Store {
   }
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Lock(size_t n) {
     n_ = n;
+    if (n != 1) hot_limit_ = nullptr;
     lock_count_ = impl_.LockShards(f_.locked, n);
   }
-  ABSL_ATTRIBUTE_ALWAYS_INLINE int64_t Now() { return impl_.clock_->NowMs(); }
+  ABSL_ATTRIBUTE_ALWAYS_INLINE int64_t Now() {
+    if (!have_now_) now_ = impl_.clock_->NowMs();
+    return now_;
+  }
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Unlock() { impl_.UnlockShards(f_.locked, lock_count_); }
   uint32_t unstored() const { return unstored_; }
 
@@ -121,6 +150,12 @@ class Limiter::Impl::Store {
     return &*it;
   }
   ABSL_ATTRIBUTE_ALWAYS_INLINE bool FindTwo(Q& q, internal::TwoWordState* old) {
+    // A hot entry that holds this key live gives its state back to the slot first.
+    if (impl_.hot_) {
+      internal::Shard& sh = impl_.shards_[q.at.shard];
+      sh.mu.AssertHeld();  // by LockShards
+      internal::FoldHotKey(impl_.HotOf(q.at.shard), sh, q.at.key, impl_.expiry_, now_);
+    }
     const internal::Slot2* slot = FindSlot(q, &internal::Shard::two);
     if (slot == nullptr) return false;
     *old = internal::TwoWordState{impl_.expiry_.FromRel(slot->rel_time()), slot->word};
@@ -224,6 +259,7 @@ class Limiter::Impl::Store {
       slot->set_rel_time(impl_.expiry_.ToRel(q.two.time));
       slot->word = q.two.word;
       slot->expiry = ExpiryOf(q, r);
+      if (hot_limit_ != nullptr) Bind(q, slot->rel_time(), slot->word);
       return;
     }
     switch (q.kind) {
@@ -260,6 +296,7 @@ class Limiter::Impl::Store {
         internal::Slot2 slot{q.at.key, ExpiryOf(q, r), 0, 0, q.two.word};
         slot.set_rel_time(codec.ToRel(q.two.time));
         sh.two.insert(slot);
+        if (hot_limit_ != nullptr) Bind(q, slot.rel_time(), slot.word);
         break;
       }
       case internal::StateShape::kThreeWord:
@@ -300,9 +337,12 @@ class Limiter::Impl::Store {
       return;
     }
     switch (q.kind) {
-      case internal::StateShape::kTwoWord:
-        KeepExpiry(static_cast<const internal::Slot2*>(q.at.slot), ExpiryOf(q, r));
+      case internal::StateShape::kTwoWord: {
+        const auto* slot = static_cast<const internal::Slot2*>(q.at.slot);
+        KeepExpiry(slot, ExpiryOf(q, r));
+        if (hot_limit_ != nullptr) Bind(q, slot->rel_time(), slot->word);
         break;
+      }
       case internal::StateShape::kThreeWord:
         KeepExpiry(static_cast<const internal::Slot3*>(q.at.slot), ExpiryOf(q, r));
         break;
@@ -357,13 +397,22 @@ class Limiter::Impl::Store {
   }
 
  private:
+  void Bind(const Q& q, int64_t rel, int64_t word) {
+    internal::Shard& sh = impl_.shards_[q.at.shard];
+    sh.mu.AssertHeld();
+    internal::BindHot(impl_.HotOf(q.at.shard), sh, q.at.key, rel, word, *hot_limit_);
+  }
+
   Impl& impl_;
   const internal::sharded::KeyHasher hasher_;
   std::string_view scope_;
   std::string_view key_;
   size_t n_ = 0;
   size_t lock_count_ = 0;
-  uint32_t unstored_ = 0;  // bit i: the new state of limit i found no room
+  uint32_t unstored_ = 0;             // bit i: the new state of limit i found no room
+  const Limit* hot_limit_ = nullptr;  // the single GCRA limit whose state may be kept hot
+  int64_t now_ = 0;
+  bool have_now_ = false;  // TryHot read the clock
   Frame& f_;
 };
 

@@ -43,6 +43,13 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   // unrolls.
   Store::Frame frame;
   Store store(*this, frame, scope, key);
+  if constexpr (kOp != Op::kAcquire) {
+    // An existing hot key of one GCRA limit, checked or peeked without the lock (hot_keys.h).
+    if (limits.size() == 1 && hot_ && limits[0].algorithm == Algorithm::kGcra &&
+        limits[0].block_ms == 0 && store.template TryHot<kOp>(limits[0], cost, *out)) {
+      return out;
+    }
+  }
   if (limits.size() == 1) {
     internal::RunChecks<kOp, 1>(store, limits, cost, nonce, leased, *out);
   } else if (limits.size() == 2) {

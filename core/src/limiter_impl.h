@@ -12,6 +12,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/synchronization/notification.h"
+#include "hot_keys.h"
 #include "rl/limiter.h"
 #include "step.h"
 #include "store.h"
@@ -142,6 +143,22 @@ class Limiter::Impl {
   std::unique_ptr<ShardBounds[]> bounds_;
   const ShardBounds& BoundsOf(const internal::Shard& shard) const {
     return bounds_[&shard - shards_.get()];
+  }
+  // The shards' hot entries, kHotPerShard per shard (hot_keys.h); none when
+  // LimiterOptions::hot_keys is off (hot_ false).
+  bool hot_;
+  std::unique_ptr<internal::HotEntry[]> hot_entries_;
+  internal::HotEntry* HotOf(uint32_t shard) const {
+    return &hot_entries_[size_t{shard} * internal::kHotPerShard];
+  }
+  // Under the shard's lock, before a pass over its states (sweep, eviction, export): every hot
+  // entry's word back in its slot.
+  void FoldHotAll(internal::Shard& shard, int64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu) {
+    if (hot_) {
+      internal::FoldHotAll(HotOf(static_cast<uint32_t>(&shard - shards_.get())), shard, expiry_,
+                           now);
+    }
   }
   std::atomic<size_t> sweep_cursor_{0};
   absl::Notification stop_;

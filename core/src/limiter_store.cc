@@ -119,6 +119,8 @@ Limiter::Impl::Impl(LimiterOptions options)
   max_memory_bytes_ = options.max_memory_bytes;
   overflow_ = options.overflow;
   shards_ = std::make_unique<Shard[]>(shards);
+  hot_ = options.hot_keys;
+  if (hot_) hot_entries_ = std::make_unique<internal::HotEntry[]>(shards * internal::kHotPerShard);
   bounds_ = std::make_unique<ShardBounds[]>(shards);
   const ShardShares shares = SharesFor(shards);
   const size_t entries = size_t{1} << shares.route_bits;
@@ -186,6 +188,7 @@ bool Limiter::Impl::MakeRoom(Shard& shard, int64_t now, size_t adding, const uin
     return false;
   }
   uint32_t soonest = UINT32_MAX;
+  FoldHotAll(shard, now);  // eviction reads every state's level and expiry
   while (Over(shard, adding)) {
     if (shard.FreeSafely(Excess(shard, adding), expired_at, keep, keep_count, &soonest) == 0) {
       break;
@@ -223,6 +226,7 @@ size_t Limiter::Impl::Reset(std::string_view scope, std::string_view key,
         kind == StateShape::kLeases ? LeaseKeyFor(ScopeId(scope), key) : KeyFor(scope, key, limit);
     Shard& sh = shards_[k.shard];
     internal::ShardLock lock(sh.mu);
+    if (hot_) internal::FoldHotKey(HotOf(k.shard), sh, k.key, expiry_, clock_->NowMs());
     // A reset lifts a penalty block too, whether or not this limit was written with BLOCK.
     const bool state = sh.Erase(kind, k.key);
     const bool block = kind != StateShape::kLeases && sh.blocks.erase(k.key) > 0;
@@ -238,6 +242,7 @@ size_t Limiter::Impl::Sweep(size_t budget) {
   for (size_t i = 0; i <= shard_mask_ && removed < budget; ++i) {
     Shard& sh = shards_[sweep_cursor_.fetch_add(1, std::memory_order_relaxed) & shard_mask_];
     internal::ShardLock lock(sh.mu);
+    FoldHotAll(sh, now);
     removed += sh.SweepExpired(expired_at, now, budget - removed);
   }
   return removed;
@@ -258,8 +263,10 @@ LimiterStats Limiter::Impl::Stats() const {
     stats.max_keys += bounds_[i].max_keys;  // fixed at construction
   }
   stats.shards = shard_mask_ + 1;
-  stats.memory_bytes += (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
-                        sizeof(uint16_t) * (size_t{1} << (64 - route_shift_));
+  stats.memory_bytes +=
+      (sizeof(Shard) + sizeof(ShardBounds)) * (shard_mask_ + 1) +
+      sizeof(uint16_t) * (size_t{1} << (64 - route_shift_)) +
+      (hot_ ? sizeof(internal::HotEntry) * internal::kHotPerShard : 0) * (shard_mask_ + 1);
   return stats;
 }
 

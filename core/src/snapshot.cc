@@ -95,6 +95,7 @@ absl::Status Limiter::Impl::ExportState(std::string* out, uint64_t* states) cons
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& sh = shards_[i];
     internal::ShardLock lock(sh.mu);
+    FoldHotAll(sh, clock_->NowMs());
     auto head = [&](uint8_t kind, uint64_t key, uint32_t expiry) {
       ++written;
       w.Put<uint8_t>(

@@ -142,8 +142,9 @@ TEST(KeyState, TooManyStatesUnderOneKeyIsAnError) {
 // The property that makes rl.so and the Limiter one engine: for random checks, peeks, resets,
 // refunds, charges, acquires and releases of random limits (some with BLOCK, some with a
 // CONCURRENCY limit) under random scopes at random times, both answer the same, and so does a
-// KeyState that was encoded and decoded in between.
-TEST(KeyState, AnswersExactlyAsTheLimiter) {
+// KeyState that was encoded and decoded in between. Run with the Limiter's lock-free path of hot
+// GCRA keys (LimiterOptions::hot_keys) and without it.
+void AnswersExactlyAsTheLimiter(bool hot) {
   std::mt19937_64 rng(20261201);
   auto random_limit = [&](Algorithm a) {
     Limit l;
@@ -156,7 +157,7 @@ TEST(KeyState, AnswersExactlyAsTheLimiter) {
   };
   for (int round = 0; round < 60; ++round) {
     ManualClock clock(1'000'000);
-    Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+    Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock, .hot_keys = hot});
     KeyState state;
     // Rate sets, then sets with a CONCURRENCY limit (acquired; peeked, reset).
     std::vector<std::vector<Limit>> sets;
@@ -272,6 +273,9 @@ TEST(KeyState, AnswersExactlyAsTheLimiter) {
     }
   }
 }
+
+TEST(KeyState, AnswersExactlyAsTheLimiter) { AnswersExactlyAsTheLimiter(/*hot=*/false); }
+TEST(KeyState, AnswersExactlyAsTheLimiterWithHotKeys) { AnswersExactlyAsTheLimiter(/*hot=*/true); }
 
 // A bounded charge that must wait (MAXWAIT) on a limit with BLOCK: both admit it with the wait,
 // and neither refuses it for the block a plain check's denial would start (it starts none).

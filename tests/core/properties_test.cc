@@ -1,11 +1,13 @@
 // Seeded randomized properties, thousands of cases per algorithm: exact windows never over-admit,
 // token bucket and GCRA agree and respect BURST + rate * T, the window counter stays within its
 // stated bound, the leaky bucket's outflow is constant, and every retry_after is exact (waiting
-// it passes, one ms less does not).
+// it passes, one ms less does not). Each runs twice: with the lock-free path of hot GCRA keys
+// (LimiterOptions::hot_keys) and without it, and the two runs must see the same decisions.
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -100,10 +102,17 @@ std::vector<std::vector<Event>> Drive(Limiter& limiter, ManualClock& clock,
   return events;
 }
 
-class PropertyTest : public ::testing::TestWithParam<Algorithm> {
+// The limiter of a run: hot keys on or off.
+LimiterOptions OptionsFor(bool hot, ManualClock* clock) {
+  return LimiterOptions{.sweep_interval_ms = 0, .clock = clock, .hot_keys = hot};
+}
+std::string PathName(bool hot) { return hot ? "Hot" : "Locked"; }
+
+class PropertyTest : public ::testing::TestWithParam<std::tuple<Algorithm, bool>> {
  protected:
+  Algorithm algorithm() const { return std::get<0>(GetParam()); }
   ManualClock clock_{0};
-  Limiter limiter_{LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_}};
+  Limiter limiter_{OptionsFor(std::get<1>(GetParam()), &clock_)};
 };
 
 // Sum of admitted cost in the half-open interval (from, to].
@@ -116,29 +125,34 @@ int64_t AdmittedIn(const std::vector<Event>& events, int64_t from, int64_t to) {
 }
 
 TEST_P(PropertyTest, RetryAfterIsExact) {
-  std::mt19937_64 rng(0xC0FFEE + static_cast<int>(GetParam()));
+  std::mt19937_64 rng(0xC0FFEE + static_cast<int>(algorithm()));
   for (int c = 0; c < kCases; ++c) {
-    const Limit l = RandomLimit(rng, GetParam());
+    const Limit l = RandomLimit(rng, algorithm());
     Traffic traffic(rng(), l);
     Drive(limiter_, clock_, {l}, traffic, 60, "retry" + std::to_string(c));
     if (HasFailure()) return;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, PropertyTest,
-                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
-                                           Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
-                                           Algorithm::kFixedWindow, Algorithm::kLeakyBucket),
-                         [](const auto& info) { return std::string(AlgorithmName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    All, PropertyTest,
+    ::testing::Combine(::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
+                                         Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
+                                         Algorithm::kFixedWindow, Algorithm::kLeakyBucket),
+                       ::testing::Bool()),
+    [](const auto& info) {
+      return std::string(AlgorithmName(std::get<0>(info.param))) +
+             PathName(std::get<1>(info.param));
+    });
 
-class Properties : public ::testing::Test {
+class Properties : public ::testing::TestWithParam<bool> {
  protected:
   ManualClock clock_{0};
-  Limiter limiter_{LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_}};
+  Limiter limiter_{OptionsFor(GetParam(), &clock_)};
   std::mt19937_64 rng_{20261129};
 };
 
-TEST_F(Properties, SlidingLogNeverExceedsLimitInAnyTrailingWindow) {
+TEST_P(Properties, SlidingLogNeverExceedsLimitInAnyTrailingWindow) {
   for (int c = 0; c < kCases; ++c) {
     const Limit l = RandomLimit(rng_, Algorithm::kSlidingLog);
     Traffic traffic(rng_(), l);
@@ -157,7 +171,7 @@ TEST_F(Properties, SlidingLogNeverExceedsLimitInAnyTrailingWindow) {
   }
 }
 
-TEST_F(Properties, FixedWindowMatchesModelAndNeverExceedsLimitPerWindow) {
+TEST_P(Properties, FixedWindowMatchesModelAndNeverExceedsLimitPerWindow) {
   for (int c = 0; c < kCases; ++c) {
     const Limit l = RandomLimit(rng_, Algorithm::kFixedWindow);
     Traffic traffic(rng_(), l);
@@ -177,7 +191,7 @@ TEST_F(Properties, FixedWindowMatchesModelAndNeverExceedsLimitPerWindow) {
   }
 }
 
-TEST_F(Properties, TokenBucketAndGcraAgreeAndRespectBurstPlusRate) {
+TEST_P(Properties, TokenBucketAndGcraAgreeAndRespectBurstPlusRate) {
   for (int c = 0; c < kCases; ++c) {
     Limit tb = RandomLimit(rng_, Algorithm::kTokenBucket);
     Limit gcra = tb;
@@ -205,7 +219,7 @@ TEST_F(Properties, TokenBucketAndGcraAgreeAndRespectBurstPlusRate) {
   }
 }
 
-TEST_F(Properties, SlidingWindowCounterStaysWithinItsBound) {
+TEST_P(Properties, SlidingWindowCounterStaysWithinItsBound) {
   // Stated bound: an aligned window never admits more than LIMIT, and any trailing window of
   // length WINDOW admits fewer than 2 * LIMIT.
   for (int c = 0; c < kCases; ++c) {
@@ -221,7 +235,7 @@ TEST_F(Properties, SlidingWindowCounterStaysWithinItsBound) {
   }
 }
 
-TEST_F(Properties, LeakyBucketOutflowIsConstant) {
+TEST_P(Properties, LeakyBucketOutflowIsConstant) {
   for (int c = 0; c < kCases; ++c) {
     const Limit l = RandomLimit(rng_, Algorithm::kLeakyBucket);
     Traffic traffic(rng_(), l);
@@ -246,6 +260,9 @@ TEST_F(Properties, LeakyBucketOutflowIsConstant) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(All, Properties, ::testing::Bool(),
+                         [](const auto& info) { return PathName(info.param); });
 
 }  // namespace
 }  // namespace rl

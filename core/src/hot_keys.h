@@ -1,0 +1,221 @@
+// The lock-free path of a hot key: an existing GCRA state checked with a compare-and-swap on one
+// 64-bit word instead of under its shard's lock.
+//
+// Each shard has kHotPerShard entries beside its tables (not in them: absl's slots move on
+// rehash). An entry is bound to one state key at a time; while its word is live the word, not the
+// key's Slot2, holds the key's state, and every locked access to that state folds the word back
+// into the slot first (FoldHot, which kills the word with one exchange, so no compare-and-swap can
+// land after it). The locked path of a single-limit GCRA check revives the word afterwards.
+//
+// The live word: bit 63 set, a 15-bit binding generation (bits 48-62), and 48 bits of payload:
+// the slot's time relative to the binding's base (ms) above the slot's word (GCRA's remaining
+// ticks) in the low k bits. The base, k and generation are the entry's `meta`, fixed for a
+// binding. A reader loads the word, then the key, then the meta (the binder stores them in the
+// opposite order before it publishes a live word), and trusts what it read only when the word is
+// live and both generations agree; its compare-and-swap then succeeds only on a word of the same
+// binding, because a generation is never reused (an entry that has used them all stays dead).
+// Within a binding, a word that was killed and revived holds the key's current state in the same
+// encoding, so a compare-and-swap that finds the value it read acts on exactly that state.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms.h"
+#include "rl/decision.h"
+#include "rl/limit.h"
+#include "store.h"
+
+namespace rl::internal {
+
+inline constexpr size_t kHotPerShard = 4;  // entries per shard; a key's is fixed by its low bits
+
+struct alignas(64) HotEntry {
+  // Read without the lock; written under it (the word also by the lock-free compare-and-swap).
+  std::atomic<uint64_t> word{0};
+  std::atomic<uint64_t> key{0};
+  std::atomic<uint64_t> meta{0};
+  // The limit (and capacity) of the locked call that last made the word live: the lock-free path
+  // serves only calls of that limit, so the expiry a fold writes is the one the locked path would
+  // have written after them. Changed only while the word is dead.
+  std::atomic<int64_t> limit{0};
+  std::atomic<int64_t> capacity{0};
+  // Under the shard lock only.
+  int64_t window_ms = 0;
+  uint64_t candidate = 0;  // the last key that asked for this entry while it was not live
+  uint32_t gen = 0;        // the current binding's generation; 0 = never bound
+  bool bound = false;      // `key` is meaningful (the word may still be dead)
+};
+static_assert(sizeof(HotEntry) == 64);
+
+namespace hot {
+
+inline constexpr uint64_t kLive = uint64_t{1} << 63;
+inline constexpr int kPayloadBits = 48;
+inline constexpr uint64_t kPayloadMask = (uint64_t{1} << kPayloadBits) - 1;
+inline constexpr uint32_t kMaxGen = (1u << 15) - 1;
+inline constexpr int kBaseBits = 43;  // meta: gen << 49 | k << 43 | base (43-bit two's complement)
+inline constexpr uint64_t kBaseMask = (uint64_t{1} << kBaseBits) - 1;
+
+inline uint32_t GenOfWord(uint64_t w) { return static_cast<uint32_t>(w >> kPayloadBits) & kMaxGen; }
+inline uint32_t GenOfMeta(uint64_t m) { return static_cast<uint32_t>(m >> 49); }
+inline int KOfMeta(uint64_t m) { return static_cast<int>((m >> kBaseBits) & 63); }
+inline int64_t BaseOfMeta(uint64_t m) {
+  return static_cast<int64_t>((m & kBaseMask) << (64 - kBaseBits)) >> (64 - kBaseBits);
+}
+inline uint64_t MakeMeta(uint32_t gen, int k, int64_t base) {
+  return uint64_t{gen} << 49 | uint64_t(k) << kBaseBits | (static_cast<uint64_t>(base) & kBaseMask);
+}
+
+// The slot's (relative time, word) of a live word.
+inline void Decode(uint64_t w, uint64_t m, int64_t* rel, int64_t* word) {
+  const int k = KOfMeta(m);
+  const uint64_t payload = w & kPayloadMask;
+  *rel = BaseOfMeta(m) + static_cast<int64_t>(payload >> k);
+  *word = static_cast<int64_t>(payload & ((uint64_t{1} << k) - 1));
+}
+// The live word of (relative time, word) in meta's binding; false when it does not fit.
+inline bool Encode(int64_t rel, int64_t word, uint64_t m, uint64_t* out) {
+  const int k = KOfMeta(m);
+  int64_t d;
+  if (__builtin_sub_overflow(rel, BaseOfMeta(m), &d)) return false;
+  if (d < 0 || static_cast<uint64_t>(d) >= (uint64_t{1} << (kPayloadBits - k))) return false;
+  if (word < 0 || static_cast<uint64_t>(word) >= (uint64_t{1} << k)) return false;
+  *out = kLive | uint64_t{GenOfMeta(m)} << kPayloadBits | static_cast<uint64_t>(d) << k |
+         static_cast<uint64_t>(word);
+  return true;
+}
+
+inline Limit LimitOf(const HotEntry& e) {
+  Limit l;
+  l.algorithm = Algorithm::kGcra;
+  l.limit = e.limit.load(std::memory_order_relaxed);
+  l.window_ms = e.window_ms;
+  l.burst = e.capacity.load(std::memory_order_relaxed);
+  return l;
+}
+inline void SetLimit(HotEntry& e, const Limit& limit) {
+  e.limit.store(limit.limit, std::memory_order_relaxed);
+  e.capacity.store(limit.capacity(), std::memory_order_relaxed);
+  e.window_ms = limit.window_ms;
+}
+
+}  // namespace hot
+
+// The entry a state key would use in its shard's group of kHotPerShard.
+inline HotEntry& HotEntryOf(HotEntry* shard_entries, uint64_t key) {
+  return shard_entries[key & (kHotPerShard - 1)];
+}
+
+// A GCRA check (or, without `consume`, a peek) of cost `cost` at `now` of state `key`, without a
+// lock: true with `*r` filled when the entry holds the key live and the outcome could be stored in
+// (or needed no change of) its word; false leaves everything to the locked path. The same step
+// function on the same state as the locked path, so the same result. A call that changes nothing
+// writes nothing.
+inline bool HotCheck(HotEntry& e, uint64_t key, const ExpiryCodec& codec, const Limit& limit,
+                     int64_t now, int64_t cost, bool consume, LimitResult* r) {
+  uint64_t w = e.word.load(std::memory_order_acquire);
+  if ((w & hot::kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return false;
+  const uint64_t m = e.meta.load(std::memory_order_acquire);
+  const uint32_t gen = hot::GenOfMeta(m);
+  if (hot::GenOfWord(w) != gen || e.limit.load(std::memory_order_relaxed) != limit.limit ||
+      e.capacity.load(std::memory_order_relaxed) != limit.capacity()) {
+    return false;
+  }
+  for (;;) {
+    int64_t rel, word;
+    hot::Decode(w, m, &rel, &word);
+    const TwoWordState old{codec.FromRel(rel), word};
+    const Step<TwoWordState> step = Gcra(&old, limit, now, cost);
+    if (!consume || !step.result.allowed || cost == 0) {
+      // Unchanged. A state found fresh-equivalent is dropped by the locked path (lazy expiry),
+      // and a peek that would admit a cost refreshes the slot's expiry to what consuming it would
+      // leave: both are the lock's to do.
+      if (step.expiry_ms <= now || (step.result.allowed && cost > 0)) return false;
+      *r = step.result;
+      return true;
+    }
+    uint64_t next;
+    if (!hot::Encode(codec.ToRel(step.state.time), step.state.word, m, &next)) return false;
+    if (e.word.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      *r = step.result;
+      return true;
+    }
+    if ((w & hot::kLive) == 0 || hot::GenOfWord(w) != gen) return false;
+  }
+}
+
+// Under the shard's lock: makes the slot authoritative again for the entry's key, killing the word.
+// The slot gets the word's time and word, the expiry the locked path would have written after the
+// same calls (the TAT, rounded up: every call the word served had the entry's limit and left the
+// TAT at or after its own time), and the usage level of the state at `now` (the locked path's is
+// the level at its last write, an upper bound of that: the state only got fresher since).
+inline void FoldHot(HotEntry& e, Shard& sh, const ExpiryCodec& codec, int64_t now)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  const uint64_t w = e.word.exchange(0, std::memory_order_acq_rel);
+  if ((w & hot::kLive) == 0) return;
+  auto it = sh.two.find(e.key.load(std::memory_order_relaxed));
+  if (it == sh.two.end()) return;  // cannot happen: every erase of a live key folds it first
+  int64_t rel, word;
+  hot::Decode(w, e.meta.load(std::memory_order_relaxed), &rel, &word);
+  it->set_rel_time(rel);
+  it->word = word;
+  const TwoWordState state{codec.FromRel(rel), word};
+  const Limit limit = hot::LimitOf(e);
+  const int64_t expiry_ms = Gcra(&state, limit, std::min(now, state.time), 0).expiry_ms;
+  it->expiry = codec.Encode(expiry_ms, UsageLevel(Gcra(&state, limit, now, 0).result));
+}
+inline void FoldHotAll(HotEntry* shard_entries, Shard& sh, const ExpiryCodec& codec, int64_t now)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  for (size_t i = 0; i < kHotPerShard; ++i) FoldHot(shard_entries[i], sh, codec, now);
+}
+// Under the lock, the fold of `key`'s entry if it holds that key.
+inline void FoldHotKey(HotEntry* shard_entries, Shard& sh, uint64_t key, const ExpiryCodec& codec,
+                       int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  HotEntry& e = HotEntryOf(shard_entries, key);
+  if (e.bound && e.key.load(std::memory_order_relaxed) == key) FoldHot(e, sh, codec, now);
+}
+
+// Under the lock, after a single-limit GCRA check (or refund, charge) wrote or refreshed the slot
+// of `key` to (rel, word): makes the entry hold it live. A key that holds the entry's binding is
+// revived in it; otherwise a key takes an entry that no key holds live when it asks twice in a
+// row (one check in passing does not take it), as a new binding with a fresh generation.
+inline void BindHot(HotEntry* shard_entries, const Shard& sh, uint64_t key, int64_t rel,
+                    int64_t word, const Limit& limit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  HotEntry& e = HotEntryOf(shard_entries, key);
+  uint64_t next;
+  const bool mine = e.bound && e.key.load(std::memory_order_relaxed) == key;
+  // Live only for another key (a live key's locked access folded it first).
+  if ((e.word.load(std::memory_order_relaxed) & hot::kLive) != 0) return;
+  if (mine) {
+    hot::SetLimit(e, limit);
+    if (hot::Encode(rel, word, e.meta.load(std::memory_order_relaxed), &next)) {
+      e.word.store(next, std::memory_order_release);
+      return;
+    }
+  } else if (e.candidate != key) {
+    e.candidate = key;
+    return;
+  }
+  if (e.gen >= hot::kMaxGen) return;  // every generation used: this entry stays dead
+  if (rel < -(int64_t{1} << (hot::kBaseBits - 1)) || rel >= (int64_t{1} << (hot::kBaseBits - 1))) {
+    return;
+  }
+  if (word < 0) return;
+  const int k = std::bit_width(static_cast<uint64_t>(std::max<int64_t>(limit.limit - 1, word)));
+  if (k > 40) return;
+  const uint64_t meta = hot::MakeMeta(e.gen + 1, k, rel);
+  if (!hot::Encode(rel, word, meta, &next)) return;
+  ++e.gen;
+  e.meta.store(meta, std::memory_order_release);
+  e.key.store(key, std::memory_order_release);
+  e.bound = true;
+  hot::SetLimit(e, limit);
+  e.word.store(next, std::memory_order_release);
+}
+
+}  // namespace rl::internal

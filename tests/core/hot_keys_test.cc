@@ -1,0 +1,293 @@
+// The lock-free path of hot GCRA keys (core/src/hot_keys.h, LimiterOptions::hot_keys): it answers
+// exactly as the locked path under random traffic that mixes every operation on the key, many
+// threads on one hot key admit exactly the limit (also while the word keeps being folded back), a
+// hot entry decides while its shard's lock is held by someone else, and a word read under an
+// earlier binding of an entry never lands.
+#include "hot_keys.h"
+
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms.h"
+#include "gtest/gtest.h"
+#include "rl/limiter.h"
+#include "store.h"
+
+namespace rl {
+namespace {
+
+void ExpectSame(const Decision& a, const Decision& b, const std::string& where) {
+  ASSERT_EQ(a.allowed, b.allowed) << where;
+  EXPECT_EQ(a.limit, b.limit) << where;
+  EXPECT_EQ(a.remaining, b.remaining) << where;
+  EXPECT_EQ(a.retry_after_ms, b.retry_after_ms) << where;
+  EXPECT_EQ(a.reset_after_ms, b.reset_after_ms) << where;
+  EXPECT_EQ(a.binding, b.binding) << where;
+  EXPECT_EQ(a.count, b.count) << where;
+  EXPECT_EQ(a.decided_by, b.decided_by) << where;
+  for (size_t i = 0; i < a.count; ++i) {
+    EXPECT_EQ(a.limits[i].allowed, b.limits[i].allowed) << where << " limit " << i;
+    EXPECT_EQ(a.limits[i].remaining, b.limits[i].remaining) << where << " limit " << i;
+    EXPECT_EQ(a.limits[i].retry_after_ms, b.limits[i].retry_after_ms) << where << " limit " << i;
+    EXPECT_EQ(a.limits[i].reset_after_ms, b.limits[i].reset_after_ms) << where << " limit " << i;
+  }
+}
+
+// Two limiters, hot keys on and off, on clocks that move together, driven through the same random
+// calls on a few keys: checks and peeks of one GCRA limit (the hot path's calls) between refunds,
+// charges, bounded charges, resets, checks of several limits, sweeps and changed limits (the
+// locked accesses that must see the hot word), with time steps from nothing to years (a state
+// that leaves its entry's range is rebound), and limits up to the largest. Every answer must be
+// the same, field by field.
+TEST(HotKeys, SameDecisionsAsTheLockedPath) {
+  std::mt19937_64 rng(20261202);
+  auto u = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 40; ++round) {
+    ManualClock clock_hot(1'000'000), clock_locked(1'000'000);
+    Limiter hot(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_hot, .hot_keys = true});
+    Limiter locked(
+        LimiterOptions{.sweep_interval_ms = 0, .clock = &clock_locked, .hot_keys = false});
+    auto random_limit = [&](int64_t window) {
+      Limit l{Algorithm::kGcra, u(1, 20), window};
+      if (u(0, 9) == 0) l.limit = u(1, kMaxLimit);  // a payload near the word's bounds
+      if (u(0, 2) == 0) l.burst = u(1, 30);
+      return l;
+    };
+    const std::vector<std::string> keys = {"a", "b", "c"};
+    std::vector<Limit> limits;
+    for (size_t k = 0; k < keys.size(); ++k) limits.push_back(random_limit(u(1, 5000)));
+    const Limit other{Algorithm::kFixedWindow, 50, 10'000};
+    for (int step = 0; step < 1500; ++step) {
+      const std::string where = "round " + std::to_string(round) + " step " + std::to_string(step);
+      const int64_t gap = u(0, 99) == 0 ? u(0, int64_t{1} << 40) : u(0, 3) == 0 ? u(0, 400) : 0;
+      clock_hot.Advance(gap);
+      clock_locked.Advance(gap);
+      const size_t k = static_cast<size_t>(u(0, 2));
+      const std::string& key = keys[k];
+      if (u(0, 49) == 0) limits[k] = random_limit(limits[k].window_ms);  // same state, new limit
+      const std::vector<Limit> one = {limits[k]};
+      const int64_t cost = u(0, 9) == 0 ? u(0, 40) : u(0, 2);
+      const int op = static_cast<int>(u(0, 39));
+      absl::StatusOr<Decision> a, b;
+      if (op == 0) {
+        const int64_t amount = u(0, 5);
+        a = hot.Refund("", key, one, amount);
+        b = locked.Refund("", key, one, amount);
+      } else if (op == 1) {
+        const int64_t amount = u(0, 30);
+        a = hot.Charge("", key, one, amount);
+        b = locked.Charge("", key, one, amount);
+      } else if (op == 2) {
+        const int64_t amount = u(0, 10), wait = u(0, 3000);
+        a = hot.ChargeWithin("", key, one, amount, wait);
+        b = locked.ChargeWithin("", key, one, amount, wait);
+      } else if (op == 3) {
+        EXPECT_EQ(hot.Reset("", key, one), locked.Reset("", key, one)) << where;
+        continue;
+      } else if (op == 4) {
+        a = hot.Check("", key, {limits[k], other}, cost);
+        b = locked.Check("", key, {limits[k], other}, cost);
+      } else if (op == 5) {
+        hot.Sweep(SIZE_MAX);
+        locked.Sweep(SIZE_MAX);
+        continue;
+      } else if (op < 12) {
+        a = hot.Peek("", key, one, cost);
+        b = locked.Peek("", key, one, cost);
+      } else {
+        a = hot.Check("", key, one, cost);
+        b = locked.Check("", key, one, cost);
+      }
+      ASSERT_EQ(a.ok(), b.ok()) << where;
+      if (!a.ok()) continue;
+      ExpectSame(*a, *b, where);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// N threads on one hot key admit exactly the limit: the seed's example (limit 5, 8 parallel
+// requests: 5 pass, 3 are told to wait) and a long run, with the key made hot first.
+TEST(HotKeys, ManyThreadsOnOneHotKeyAdmitExactlyTheLimit) {
+  ManualClock clock(0);  // stands still: nothing refills while the threads race
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  for (const int64_t limit : {int64_t{5}, int64_t{20'000}}) {
+    const Limit l{Algorithm::kGcra, limit + 2, 3600 * 1000};
+    const std::string key = "hot" + std::to_string(limit);
+    // Two checks through the lock store the state and bind it to its hot entry.
+    ASSERT_TRUE(limiter.Check("", key, {l})->allowed);
+    ASSERT_TRUE(limiter.Check("", key, {l})->allowed);
+    std::atomic<int64_t> allowed{0}, waits{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    const int per_thread = limit == 5 ? 1 : 5000;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&] {
+        while (!go.load()) std::this_thread::yield();
+        for (int i = 0; i < per_thread; ++i) {
+          const Decision d = *limiter.Check("", key, {l});
+          allowed += d.allowed;
+          waits += !d.allowed && d.retry_after_ms > 0;
+        }
+      });
+    }
+    go = true;
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(allowed.load(), limit);
+    EXPECT_EQ(waits.load(), 8 * per_thread - limit);
+    EXPECT_EQ(limiter.Peek("", key, {l}, 0)->remaining, 0);
+  }
+}
+
+// Threads on one hot key while another keeps folding its word back into the table (sweeps,
+// snapshots, peeks that would admit, multi-limit checks of cost 0: each takes the lock, none
+// changes the state) and the key keeps being made hot again: still exactly the limit.
+TEST(HotKeys, FoldsBesideLockFreeChecksLoseNothing) {
+  ManualClock clock(0);
+  Limiter limiter(LimiterOptions{.sweep_interval_ms = 0, .clock = &clock});
+  const int64_t limit = 20'000;
+  const Limit l{Algorithm::kGcra, limit + 2, 3600 * 1000};
+  const Limit other{Algorithm::kFixedWindow, 10, 1000};
+  ASSERT_TRUE(limiter.Check("", "k", {l})->allowed);
+  ASSERT_TRUE(limiter.Check("", "k", {l})->allowed);
+  std::atomic<int64_t> allowed{0};
+  std::atomic<int> running{4};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 8000; ++i) allowed += limiter.Check("", "k", {l})->allowed;
+      --running;
+    });
+  }
+  int folds = 0;
+  while (running.load() > 0 || folds < 40) {
+    switch (folds++ % 4) {
+      case 0:
+        limiter.Sweep(SIZE_MAX);
+        break;
+      case 1: {
+        std::string snapshot;
+        ASSERT_TRUE(limiter.ExportState(&snapshot).ok());
+        break;
+      }
+      case 2:
+        (void)limiter.Peek("", "k", {l}, 1);
+        break;
+      case 3:
+        (void)limiter.Check("", "k", {l, other}, 0);
+        break;
+    }
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(allowed.load(), limit);
+  EXPECT_EQ(limiter.Peek("", "k", {l}, 0)->remaining, 0);
+  EXPECT_EQ(limiter.KeyCount(), 1u);
+}
+
+// White-box: the entry's word, on a shard of our own.
+class HotEntryTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kKey = 0x1234'5678'9abc'def0;
+  void Store(uint64_t key, int64_t rel, int64_t word) {
+    internal::Slot2 slot{key, codec_.Encode(INT64_MAX, 0), 0, 0, word};
+    slot.set_rel_time(rel);
+    sh_.mu.AssertHeld();
+    sh_.two.insert(slot);
+  }
+  internal::TwoWordState Slot(uint64_t key) {
+    sh_.mu.AssertHeld();
+    auto it = sh_.two.find(key);
+    return {codec_.FromRel(it->rel_time()), it->word};
+  }
+  internal::ExpiryCodec codec_{0};
+  internal::Shard sh_;
+  internal::HotEntry entries_[internal::kHotPerShard];
+  const Limit limit_{Algorithm::kGcra, 10, 1000};
+};
+
+TEST_F(HotEntryTest, DecidesWhileTheShardIsLockedAndFoldsBackExactly) {
+  internal::ShardLock lock(sh_.mu);  // held throughout: the hot path must not need it
+  Store(kKey, 500, 3);
+  internal::BindHot(entries_, sh_, kKey, 500, 3, limit_);  // asks once: not yet
+  LimitResult r;
+  EXPECT_FALSE(internal::HotCheck(internal::HotEntryOf(entries_, kKey), kKey, codec_, limit_, 400,
+                                  1, true, &r));
+  internal::BindHot(entries_, sh_, kKey, 500, 3, limit_);  // twice: bound
+  // Another thread decides while this one holds the shard's lock: no lock on that path.
+  internal::TwoWordState state = Slot(kKey);
+  for (int i = 0; i < 12; ++i) {
+    const internal::Step<internal::TwoWordState> want = internal::Gcra(&state, limit_, 400, 1);
+    bool decided = false;
+    std::thread([&] {
+      decided = internal::HotCheck(internal::HotEntryOf(entries_, kKey), kKey, codec_, limit_, 400,
+                                   1, true, &r);
+    }).join();
+    ASSERT_TRUE(decided) << i;
+    EXPECT_EQ(r.allowed, want.result.allowed) << i;
+    EXPECT_EQ(r.remaining, want.result.remaining) << i;
+    EXPECT_EQ(r.retry_after_ms, want.result.retry_after_ms) << i;
+    EXPECT_EQ(r.reset_after_ms, want.result.reset_after_ms) << i;
+    if (want.result.allowed) state = want.state;
+  }
+  // The slot is stale until the fold, which writes the word's state back and kills the word.
+  internal::FoldHotKey(entries_, sh_, kKey, codec_, 400);
+  EXPECT_EQ(Slot(kKey).time, state.time);
+  EXPECT_EQ(Slot(kKey).word, state.word);
+  EXPECT_FALSE(internal::HotCheck(internal::HotEntryOf(entries_, kKey), kKey, codec_, limit_, 400,
+                                  0, true, &r));
+}
+
+TEST_F(HotEntryTest, AWordOfAnEarlierBindingNeverLands) {
+  internal::ShardLock lock(sh_.mu);  // held throughout: the hot path must not need it
+  // A second key with the same entry index (the low bits).
+  const uint64_t other = kKey + internal::kHotPerShard;
+  Store(kKey, 0, 0);
+  Store(other, 0, 0);
+  internal::BindHot(entries_, sh_, kKey, 0, 0, limit_);
+  internal::BindHot(entries_, sh_, kKey, 0, 0, limit_);
+  internal::HotEntry& e = internal::HotEntryOf(entries_, kKey);
+  const uint64_t stale = e.word.load();  // what a reader of kKey holds before its CAS
+  ASSERT_NE(stale & internal::hot::kLive, 0u);
+  // The entry passes to the other key with the very same state (time 0, word 0, same base).
+  internal::FoldHot(e, sh_, codec_, 0);
+  internal::BindHot(entries_, sh_, other, 0, 0, limit_);
+  internal::BindHot(entries_, sh_, other, 0, 0, limit_);
+  ASSERT_EQ(e.key.load(), other);
+  const uint64_t now_word = e.word.load();
+  EXPECT_EQ(now_word & internal::hot::kPayloadMask, stale & internal::hot::kPayloadMask);
+  EXPECT_NE(now_word, stale);  // another generation: the stale compare-and-swap fails
+  uint64_t expected = stale;
+  EXPECT_FALSE(e.word.compare_exchange_strong(expected, stale + 1));
+  LimitResult r;
+  EXPECT_FALSE(internal::HotCheck(e, kKey, codec_, limit_, 0, 1, true, &r));
+  EXPECT_TRUE(internal::HotCheck(e, other, codec_, limit_, 0, 1, true, &r));
+}
+
+TEST(HotWord, EncodesExactlyOrRefuses) {
+  const uint64_t meta = internal::hot::MakeMeta(7, 20, -12345);
+  for (const auto& [rel, word] : std::vector<std::pair<int64_t, int64_t>>{
+           {-12345, 0}, {-12345, (1 << 20) - 1}, {-12345 + (int64_t{1} << 28) - 1, 5}}) {
+    uint64_t w;
+    ASSERT_TRUE(internal::hot::Encode(rel, word, meta, &w)) << rel << " " << word;
+    int64_t r2, w2;
+    internal::hot::Decode(w, meta, &r2, &w2);
+    EXPECT_EQ(r2, rel);
+    EXPECT_EQ(w2, word);
+    EXPECT_EQ(internal::hot::GenOfWord(w), 7u);
+  }
+  uint64_t w;
+  EXPECT_FALSE(internal::hot::Encode(-12346, 0, meta, &w));                       // before the base
+  EXPECT_FALSE(internal::hot::Encode(-12345 + (int64_t{1} << 28), 0, meta, &w));  // past range
+  EXPECT_FALSE(internal::hot::Encode(0, 1 << 20, meta, &w));                      // word too wide
+  EXPECT_FALSE(internal::hot::Encode(0, -1, meta, &w));
+  EXPECT_FALSE(internal::hot::Encode(INT64_MIN, 0, meta, &w));
+}
+
+}  // namespace
+}  // namespace rl
