@@ -143,6 +143,9 @@ class WorkerStats {
   absl::flat_hash_map<std::string, std::unique_ptr<Counters>> per_policy_ ABSL_GUARDED_BY(mu_);
   Counters inline_limits_, throttle_;      // written by the owner thread only
   Counters retired_ ABSL_GUARDED_BY(mu_);  // written by the owner thread only
+  // The policy RecordCheck counted last and its counters (owner thread only; Forget clears it).
+  std::string last_name_;
+  Counters* last_ = nullptr;
   std::array<Histogram, kCommandFamilies> latency_;
 };
 

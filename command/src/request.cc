@@ -103,10 +103,13 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
     if (cache != nullptr) cache->Store(args, start, pos, r->limits);
     return absl::OkStatus();
   };
-  if (limits_here()) {
+  // POLICY is tested first: no algorithm has that name, and matching it against every algorithm
+  // name first cost a policy check more than its whole lookup.
+  const bool by_policy = EqualsIgnoreCase(args[pos], "POLICY");
+  if (!by_policy && limits_here()) {
     if (absl::Status s = take_limits(); !s.ok()) return s;
     r->scope = kInlineScope;
-  } else if (EqualsIgnoreCase(args[pos], "POLICY")) {
+  } else if (by_policy) {
     if (pos + 1 >= args.size()) return SyntaxError();
     const std::string_view name = args[pos + 1];
     pos += 2;

@@ -73,10 +73,17 @@ constexpr size_t kMapFrom = SIZE_MAX;
 constexpr size_t kMapFrom = kMappedTableBytes;
 #endif
 
+namespace {
+std::atomic<TableMapHook> g_table_map_hook{nullptr};
+}  // namespace
+
+void SetTableMapHookForTesting(TableMapHook hook) { g_table_map_hook.store(hook); }
+
 void* TableAlloc(size_t bytes) {
   if (bytes < kMapFrom) return ::operator new(bytes);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
+  if (TableMapHook hook = g_table_map_hook.load(std::memory_order_relaxed)) hook(p, bytes, true);
   return p;
 }
 
@@ -84,6 +91,7 @@ void TableFree(void* p, size_t bytes) {
   if (bytes < kMapFrom) {
     ::operator delete(p);
   } else {
+    if (TableMapHook hook = g_table_map_hook.load(std::memory_order_relaxed)) hook(p, bytes, false);
     munmap(p, bytes);
   }
 }

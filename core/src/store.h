@@ -135,6 +135,11 @@ static_assert(sizeof(SlotLease) == 20);
 inline constexpr size_t kMappedTableBytes = size_t{4} << 10;
 void* TableAlloc(size_t bytes);
 void TableFree(void* p, size_t bytes);
+// For tests only: called with each table block mapped (`mapped`) or about to be unmapped, so a
+// test can write-protect a store's tables and show that an operation writes nothing to them.
+// Called on table growth only, never per check. nullptr (the default) = none.
+using TableMapHook = void (*)(void* block, size_t bytes, bool mapped);
+void SetTableMapHookForTesting(TableMapHook hook);
 template <typename T>
 struct TableAllocator {
   using value_type = T;

@@ -76,6 +76,15 @@ TEST(IntrospectionTest, DeletedPoliciesLeaveNoStatistics) {
   // The server-wide totals still count every check that was made.
   EXPECT_EQ(Field(stats, "rl_checks"), std::to_string(1 + 2 * kPolicies));
   EXPECT_LT(stats.size(), 4096u);
+  // A policy defined again under a deleted one's name counts afresh on both threads, although it
+  // was the last policy each thread counted (the threads' memo of it went with it).
+  const std::string last = "gone" + std::to_string(kPolicies - 1);
+  ASSERT_EQ(a.Call({"RL.POLICY", "SET", last, "GCRA", "10", "1s"}).str, "OK");
+  ASSERT_EQ(a.Call({"RL.CHECK", "u", "POLICY", last}).type, '*');
+  ASSERT_EQ(b.Call({"RL.CHECK", "u", "POLICY", last}).type, '*');
+  stats = a.Call({"INFO", "stats"}).str;
+  EXPECT_EQ(Field(stats, "policy_" + last),
+            "checks=2,allowed=2,denied=0,shadow_denied=0,near_limit=0");
   EXPECT_EQ(server.Terminate(), 0);
 }
 
