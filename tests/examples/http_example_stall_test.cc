@@ -133,6 +133,10 @@ TEST(HttpExampleStallTest, StoppedServerCostsEachRequestAtMostTheTimeout) {
   std::vector<Sample> samples;
   std::atomic<bool> running{true};
   std::atomic<int> failures{0};
+  // Requests answered, and those of them started in the measured part of the stall (from 100 ms
+  // after the stop on): the stall lasts until enough were measured, however slow the machine.
+  std::atomic<int> answered{0}, measured{0};
+  std::atomic<Clock::rep> measure_from{Clock::time_point::max().time_since_epoch().count()};
   std::vector<std::thread> clients;
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&, i] {
@@ -146,15 +150,28 @@ TEST(HttpExampleStallTest, StoppedServerCostsEachRequestAtMostTheTimeout) {
           break;
         }
         mine.push_back({start, Clock::now() - start});
+        answered.fetch_add(1);
+        if (start.time_since_epoch().count() >= measure_from.load()) measured.fetch_add(1);
       }
       std::lock_guard<std::mutex> lock(mu);
       samples.insert(samples.end(), mine.begin(), mine.end());
     });
   }
-  std::this_thread::sleep_for(milliseconds(300));  // load before the stall (not measured)
+  // Load before the stall (not measured): every client has had an answer.
+  const auto wait_for = [&](const std::atomic<int>& count, int want) {
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+    while (count.load() < want && failures.load() == 0 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  };
+  wait_for(answered, 2 * kClients);
   ASSERT_EQ(::kill(server.pid(), SIGSTOP), 0);
   const Clock::time_point stopped = Clock::now();
-  std::this_thread::sleep_for(milliseconds(2000));
+  measure_from = (stopped + milliseconds(100)).time_since_epoch().count();
+  // 400 requests started in the stall (the check below wants 100), and at least half a second of
+  // it: many rounds of the 50 ms timeout.
+  wait_for(measured, 400);
+  while (Clock::now() < stopped + milliseconds(500)) std::this_thread::sleep_for(milliseconds(10));
   const Clock::time_point resumed = Clock::now();
   ::kill(server.pid(), SIGCONT);
   running = false;

@@ -8,7 +8,7 @@
 # MODE=subdirectory: builds the consumer with rl's source tree added by add_subdirectory.
 # Inputs: -DRL_BINARY_DIR=<rl build dir> -DCONSUMER_SOURCE_DIR=<consumer dir> -DWORK_DIR=<scratch>
 #         -DGENERATOR=<generator> -DBUILD_TYPE=<config> [-DMODE=...] [-DRL_SOURCE_DIR=<rl tree>]
-#         [-DCONSUMER=<target and expected "<target> ok" line; default consumer>]
+#         [-DCONSUMER=<targets, each run and expected to print "<target> ok"; default consumer>]
 #         [-DCXX=<compiler, for pkgconfig>] [-DLAUNCHER=<compiler launcher such as ccache>]
 #         [-DPC_MODULE=<pkg-config module, for pkgconfig; default rl>]
 foreach(var RL_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR BUILD_TYPE)
@@ -23,7 +23,6 @@ endif()
 if(NOT DEFINED PC_MODULE)
   set(PC_MODULE rl)
 endif()
-string(REPLACE "_" " " expected_line "${CONSUMER} ok")
 set(launcher "")
 if(LAUNCHER)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
@@ -80,9 +79,12 @@ else()
   endif()
   run("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target ${CONSUMER})
 endif()
-run("run consumer" ${WORK_DIR}/build/${CONSUMER})
-if(NOT last_output MATCHES "${expected_line}")
-  message(FATAL_ERROR "consumer printed:\n${last_output}")
-endif()
-message(STATUS "${last_output}")
+foreach(consumer IN LISTS CONSUMER)
+  run("run ${consumer}" ${WORK_DIR}/build/${consumer})
+  string(REPLACE "_" " " expected_line "${consumer} ok")
+  if(NOT last_output MATCHES "${expected_line}")
+    message(FATAL_ERROR "${consumer} printed:\n${last_output}")
+  endif()
+  message(STATUS "${last_output}")
+endforeach()
 file(REMOVE_RECURSE ${WORK_DIR})
