@@ -36,10 +36,10 @@ using client_internal::ClusterTopology;
 using client_internal::ConnectionOptions;
 using client_internal::Deadline;
 using client_internal::DeadlineAfter;
-using client_internal::Left;
-using client_internal::SteadyNow;
 using client_internal::EndpointPool;
+using client_internal::Left;
 using client_internal::PolicyMode;
+using client_internal::SteadyNow;
 
 namespace client_internal {
 // One command of a call: encoded once, sent again to wherever a redirection points.
