@@ -2,6 +2,7 @@
 #include "permissions.h"
 
 #include <cerrno>
+#include <string>
 
 #include "apply.h"
 #include "put.h"
@@ -30,6 +31,14 @@ bool MayRestore(RedisModuleCtx* ctx, RedisModuleString* key) {
   return allowed;
 }
 
+// Redis's own NOPERM words for `command`, with what it needs: the internal writers overwrite a
+// key as RESTORE does.
+int NoPermission(RedisModuleCtx* ctx, const char* command) {
+  const std::string message = std::string("NOPERM this user has no permissions to run the '") +
+                              command + "' command (it needs the permission to RESTORE the key)";
+  return RedisModule_ReplyWithError(ctx, message.c_str());
+}
+
 }  // namespace
 
 // A master's stream and the AOF are trusted; a client needs RESTORE's permission on the key.
@@ -41,34 +50,19 @@ bool Permitted(RedisModuleCtx* ctx, RedisModuleString* key) {
 
 int GuardedSetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
-  if (!Permitted(ctx, argv[1])) {
-    return RedisModule_ReplyWithError(
-        ctx,
-        "NOPERM this user has no permissions to run the 'rl.setstate' command (it needs the "
-        "permission to RESTORE the key)");
-  }
+  if (!Permitted(ctx, argv[1])) return NoPermission(ctx, "rl.setstate");
   return SetStateCommand(ctx, argv, argc);
 }
 
 int GuardedApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 2) return RedisModule_WrongArity(ctx);
-  if (!Permitted(ctx, argv[1])) {
-    return RedisModule_ReplyWithError(
-        ctx,
-        "NOPERM this user has no permissions to run the 'rl.apply' command (it needs the "
-        "permission to RESTORE the key)");
-  }
+  if (!Permitted(ctx, argv[1])) return NoPermission(ctx, "rl.apply");
   return ApplyCommand(ctx, argv, argc);
 }
 
 int GuardedPutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
-  if (!Permitted(ctx, argv[1])) {
-    return RedisModule_ReplyWithError(
-        ctx,
-        "NOPERM this user has no permissions to run the 'rl.put' command (it needs the "
-        "permission to RESTORE the key)");
-  }
+  if (!Permitted(ctx, argv[1])) return NoPermission(ctx, "rl.put");
   return PutCommand(ctx, argv, argc);
 }
 
