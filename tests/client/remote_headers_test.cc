@@ -89,12 +89,16 @@ void ExpectSameHeaders(const Seq& want, const Seq& got, bool same_clock, const s
       int64_t ws = 0, gs = 0;
       if (TimeField(w.name)) {
         ASSERT_TRUE(absl::SimpleAtoi(w.value, &ws) && absl::SimpleAtoi(g.value, &gs)) << where;
-        if (same_clock) EXPECT_LE(std::abs(ws - gs), 1) << where << ": " << w.name;
+        if (same_clock) {
+          EXPECT_LE(std::abs(ws - gs), 1) << where << ": " << w.name;
+        }
       } else if (w.name == "RateLimit") {
         auto [wv, wt] = SplitRateLimit(w.value);
         auto [gv, gt] = SplitRateLimit(g.value);
         EXPECT_EQ(wv, gv) << where;
-        if (same_clock) EXPECT_LE(std::abs(wt - gt), 1) << where << ": " << w.value;
+        if (same_clock) {
+          EXPECT_LE(std::abs(wt - gt), 1) << where << ": " << w.value;
+        }
       } else {
         EXPECT_EQ(w.value, g.value) << where;
       }

@@ -87,7 +87,7 @@ TEST(KeyState, PeekChangesNothingEvenForAnOldLog) {
   KeyState s;
   const Limit log[] = {L(Algorithm::kSlidingLog, 3, 1000)};
   bool changed;
-  for (int i = 0; i < 3; ++i) s.Check("", log, 1, i, &changed);
+  for (int i = 0; i < 3; ++i) (void)s.Check("", log, 1, i, &changed);
   std::string before;
   s.Encode(&before);
   auto d = s.Peek("", log, 1, 1500);  // every run has left the window
@@ -104,8 +104,8 @@ TEST(KeyState, PruneDropsFreshStatesAndExpiryIsTheLatest) {
   bool changed;
   const Limit a[] = {L(Algorithm::kGcra, 10, 1000)};
   const Limit b[] = {L(Algorithm::kSlidingLog, 10, 5000)};
-  s.Check("", a, 1, 0, &changed);
-  s.Check("", b, 1, 0, &changed);
+  (void)s.Check("", a, 1, 0, &changed);
+  (void)s.Check("", b, 1, 0, &changed);
   EXPECT_EQ(s.ExpiryMs(), 5000);
   EXPECT_EQ(s.Prune(99), 0u);
   EXPECT_EQ(s.Prune(100), 1u);  // one GCRA token of 10 per second refills in 100 ms
@@ -259,7 +259,9 @@ void AnswersExactlyAsTheLimiter(bool hot) {
       ExpectSame(*a, *b, where);
       // Denied checks and peeks report a change only when a changed limit moved an expiry (or
       // a penalty block started).
-      if (a->allowed && cost > 0) EXPECT_TRUE(changed) << where;
+      if (a->allowed && cost > 0) {
+        EXPECT_TRUE(changed) << where;
+      }
       if (rng() % 10 == 0) {
         std::string bytes;
         state.Encode(&bytes);
@@ -450,7 +452,7 @@ TEST(KeyState, AllocatorHookSeesEveryBlock) {
     KeyState s;
     bool changed;
     const Limit limits[] = {L(Algorithm::kSlidingLog, 50, 10'000), L(Algorithm::kGcra, 5, 1000)};
-    s.Check("", limits, 1, 0, &changed);
+    (void)s.Check("", limits, 1, 0, &changed);
     EXPECT_EQ(live, 2);  // the block and the log
   }
   EXPECT_EQ(live, 0);

@@ -314,7 +314,7 @@ TEST(LimiterBoundTest, EvictsAtTheKeyBound) {
       LimiterOptions{.shards = 4, .max_keys = 1000, .sweep_interval_ms = 0, .clock = &clock});
   const Limit soon{Algorithm::kTokenBucket, 10, kSecond};
   const Limit late{Algorithm::kFixedWindow, 10, kDay};
-  for (int i = 0; i < 200; ++i) limiter.Check("", "late" + std::to_string(i), {late});
+  for (int i = 0; i < 200; ++i) (void)limiter.Check("", "late" + std::to_string(i), {late});
   for (int i = 0; i < 5000; ++i) {
     ASSERT_TRUE(limiter.Check("", "soon" + std::to_string(i), {soon}).ok());
     ASSERT_LE(limiter.KeyCount(), 1000u + 4);
@@ -330,7 +330,7 @@ TEST(LimiterBoundTest, EvictsAtTheKeyBound) {
   EXPECT_EQ(kept, 200);
   // Once the short states have expired, making room removes them as expired, not evicted.
   clock.Advance(10 * kSecond);
-  for (int i = 0; i < 100; ++i) limiter.Check("", "new" + std::to_string(i), {soon});
+  for (int i = 0; i < 100; ++i) (void)limiter.Check("", "new" + std::to_string(i), {soon});
   EXPECT_EQ(limiter.Stats().evictions, stats.evictions);
   EXPECT_GT(limiter.Stats().expired, 0u);
 }

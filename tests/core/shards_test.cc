@@ -68,7 +68,9 @@ TEST(ShardsTest, MaxKeysHoldsOverAllShards) {
     EXPECT_GE(limiter.KeyCount(), max_keys * 95 / 100) << shards << " shards";
     for (size_t i = max_keys; i < 4 * max_keys; ++i) {
       ASSERT_TRUE(limiter.Check("", Key(i), {limit}).ok());
-      if (i % 128 == 0) ASSERT_LE(limiter.KeyCount(), max_keys) << shards << " shards";
+      if (i % 128 == 0) {
+        ASSERT_LE(limiter.KeyCount(), max_keys) << shards << " shards";
+      }
     }
     EXPECT_LE(limiter.KeyCount(), max_keys) << shards << " shards";
     EXPECT_GE(limiter.KeyCount(), max_keys * 9 / 10) << shards << " shards";
@@ -84,7 +86,9 @@ TEST(ShardsTest, MaxMemoryBytesHoldsOverAllShards) {
   const Limit limit{Algorithm::kTokenBucket, 100, kMinute};
   for (size_t i = 0; i < 40000; ++i) {
     ASSERT_TRUE(limiter.Check("", Key(i), {limit}).ok());
-    if (i % 128 == 0) ASSERT_LE(limiter.KeyCount(), 10000u);
+    if (i % 128 == 0) {
+      ASSERT_LE(limiter.KeyCount(), 10000u);
+    }
   }
   EXPECT_GE(limiter.KeyCount(), 9000u);
 }

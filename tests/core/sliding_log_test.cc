@@ -332,7 +332,9 @@ TEST(SlidingLog, RandomTrafficMatchesAPlainListOfRuns) {
         const auto want = model.Evaluate(l, at, cost);
         const LimitResult r = log.Check(at, cost);
         ASSERT_EQ(r.allowed, want.first) << round << "/" << op;
-        if (!r.allowed && cost <= l.limit) ASSERT_EQ(r.retry_after_ms, want.second);
+        if (!r.allowed && cost <= l.limit) {
+          ASSERT_EQ(r.retry_after_ms, want.second);
+        }
         if (r.allowed && cost > 0) model.Append(at, cost);
       } else if (kind < 9) {
         const int64_t amount = static_cast<int64_t>(rng() % 50);

@@ -176,7 +176,9 @@ TEST(ConfigTest, MalformedFilesAreErrorsNeverCrashes) {
   for (const std::string& input : inputs) {
     auto set = RuleSet::LoadString(input, "bad.yaml");
     EXPECT_FALSE(set.ok()) << input.substr(0, 40);
-    if (!set.ok()) EXPECT_EQ(set.status().message().substr(0, 9), "bad.yaml:");
+    if (!set.ok()) {
+      EXPECT_EQ(set.status().message().substr(0, 9), "bad.yaml:");
+    }
   }
 }
 

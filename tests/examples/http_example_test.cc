@@ -293,7 +293,9 @@ TEST(HttpExampleTest, FallbackDecidesAtThisInstancesShareWhileTheServerIsDown) {
     EXPECT_EQ(reply.headers["x-ratelimit-limit"], "2");
     EXPECT_EQ(reply.headers["x-ratelimit-remaining"], std::to_string(std::max(0, 1 - i)));
     EXPECT_EQ(reply.headers["ratelimit-policy"], R"("products";q=2;w=60)");
-    if (reply.status == 429) EXPECT_GT(std::atoi(reply.headers["retry-after"].c_str()), 0);
+    if (reply.status == 429) {
+      EXPECT_GT(std::atoi(reply.headers["retry-after"].c_str()), 0);
+    }
   }
   EXPECT_EQ(statuses, (std::vector<int>{200, 200, 429}));
   EXPECT_EQ(Request(port, "POST", "/v1/exports", "key-A").status, 202);

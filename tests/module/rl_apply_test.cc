@@ -128,7 +128,9 @@ std::vector<std::string> Changes(RedisServer& master) {
     if (r.elements.size() == 6 && !r.elements[5].is_null()) leases.push_back(r.elements[5].str);
   }
   EXPECT_EQ(leases.size(), 2u);
-  if (!leases.empty()) EXPECT_EQ(call({"RL.RELEASE", "e", leases[0]}).integer, 1);
+  if (!leases.empty()) {
+    EXPECT_EQ(call({"RL.RELEASE", "e", leases[0]}).integer, 1);
+  }
   call({"RL.REFUND", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "1"});
   call({"RL.CHARGE", "b", "TOKEN_BUCKET", "5", "1h", "BURST", "8", "COST", "20"});
   call({"RL.CHARGE", "g", "SLIDING_LOG", "5", "1h", "COST", "2"});

@@ -31,7 +31,9 @@ class RlFeaturesTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start());
   }
   void TearDown() override {
-    if (server_) EXPECT_TRUE(server_->running()) << server_->LogTail();
+    if (server_) {
+      EXPECT_TRUE(server_->running()) << server_->LogTail();
+    }
   }
   RedisServer& server() { return *server_; }
 

@@ -360,7 +360,9 @@ TEST(RlReplicationTest, QueuedChecksReplicateTheirCharge) {
     ASSERT_EQ(d.size(), 5u);
     EXPECT_EQ(d[0], 1);
     EXPECT_LE(d[3], expected_wait_min * 60000 + 1);
-    if (expected_wait_min > 0) EXPECT_GE(d[3], expected_wait_min * 60000 - waited_ms() - 1);
+    if (expected_wait_min > 0) {
+      EXPECT_GE(d[3], expected_wait_min * 60000 - waited_ms() - 1);
+    }
   }
   ASSERT_TRUE(WaitForReplicas(master, 1));
   const long long offset = Offset(master);

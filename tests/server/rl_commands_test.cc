@@ -313,7 +313,9 @@ TEST_F(RlCommandsTest, PipelinedRepliesInOrder) {
     Reply r = c.Read();
     ASSERT_EQ(r.type, '*');
     EXPECT_EQ(r.elements[0].integer, i < 150 ? 1 : 0) << i;
-    if (i < 150) EXPECT_EQ(r.elements[2].integer, 149 - i);
+    if (i < 150) {
+      EXPECT_EQ(r.elements[2].integer, 149 - i);
+    }
   }
   EXPECT_EQ(c.Read().str, "PONG");
   EXPECT_GE(c.Call({"DBSIZE"}).integer, 1);

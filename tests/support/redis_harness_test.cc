@@ -123,7 +123,9 @@ TEST_F(HarnessTest, ClusterPortsLeaveRoomForTheBus) {
   for (int port : ports) {
     EXPECT_LE(port + 10000, 65535);
     for (int other : ports) {
-      if (other != port) EXPECT_NE(std::abs(other - port), 10000);
+      if (other != port) {
+        EXPECT_NE(std::abs(other - port), 10000);
+      }
     }
   }
 }
