@@ -313,9 +313,10 @@ inline bool HotCheckPair(HotEntry& e, uint64_t key, const ExpiryCodec& codec, co
   if ((w & hot::kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return false;
   const uint64_t m = e.meta.load(std::memory_order_acquire);
   const uint32_t gen = hot::GenOfMeta(m);
+  // Acquire (free on x86-64): the limit read must stay between the two readings of `word`.
   if (hot::GenOfWord(w) != gen || hot::KOfMeta(m) != hot::kPairK ||
-      e.limit.load(std::memory_order_relaxed) != limit.limit ||
-      e.capacity.load(std::memory_order_relaxed) != limit.capacity()) {
+      e.limit.load(std::memory_order_acquire) != limit.limit ||
+      e.capacity.load(std::memory_order_acquire) != limit.capacity()) {
     return false;
   }
   uint64_t t = e.tokens.load(std::memory_order_acquire);
