@@ -6,7 +6,8 @@
 // rehash). An entry is bound to one state key at a time; while its word is live the word, not the
 // key's Slot2, holds the key's state, and every locked access to that state folds the word back
 // into the slot first (FoldHot, which kills the word with one exchange, so no compare-and-swap can
-// land after it). The locked path of a single-limit GCRA check revives the word afterwards.
+// land after it). The locked path of a single-limit GCRA (or token-bucket) check revives the word
+// afterwards.
 //
 // The live word: bit 63 set, a 15-bit binding generation (bits 48-62), and 48 bits of payload:
 // the slot's time relative to the binding's base (ms) above the slot's word (GCRA's remaining

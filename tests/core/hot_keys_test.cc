@@ -42,11 +42,12 @@ void ExpectSame(const Decision& a, const Decision& b, const std::string& where) 
 }
 
 // Two limiters, hot keys on and off, on clocks that move together, driven through the same random
-// calls on a few keys: checks and peeks of one GCRA limit (the hot path's calls) between refunds,
-// charges, bounded charges, resets, checks of several limits, sweeps and changed limits (the
-// locked accesses that must see the hot word), with time steps from nothing to years (a state
-// that leaves its entry's range is rebound), and limits up to the largest. Every answer must be
-// the same, field by field.
+// calls on a few keys: checks and peeks of one GCRA or token-bucket limit (the hot path's calls)
+// between refunds, charges, bounded charges, resets, checks of several limits, sweeps and changed
+// limits (the locked accesses that must see the hot word), with time steps from nothing to years
+// (a state that leaves its entry's range is rebound), the clock going back, and limits up to the
+// largest (a token bucket's outside its exact form stays on the lock). Every answer must be the
+// same, field by field.
 // The algorithms of the lock-free path, each test run for both.
 class HotKeys : public ::testing::TestWithParam<Algorithm> {};
 INSTANTIATE_TEST_SUITE_P(Both, HotKeys,
