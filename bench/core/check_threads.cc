@@ -2,13 +2,14 @@
 // or on `keys` distinct 40-byte keys per thread, for counting what a check costs beyond
 // instructions with `perf stat` (cores.sh: futex system calls per check). The limit is large
 // enough that nearly every check is allowed and writes its state back, the contended case.
-// A fourth argument `gcra` checks a GCRA limit instead (whose existing hot key takes the
-// lock-free path), `gcra-locked` the same with LimiterOptions::hot_keys off. Prints the checks per
+// A fourth argument picks the limit and path: `tb` (the default; an existing hot key takes the
+// lock-free path), `gcra` a GCRA limit (the same), and `tb-locked` / `gcra-locked` the same with
+// LimiterOptions::hot_keys off (every check under the shard lock). Prints the checks per
 // second of the timed part (the threads' checks, after the keys exist) and the process's CPU time
 // (user + system) per check over it, which a busy machine's time slicing does not inflate as it
 // does the wall time; the checks run in
 // RunChecks, which callgrind can count (hotkey.sh).
-// Usage: check_threads [threads] [keys] [checks per thread] [tb|gcra|gcra-locked]
+// Usage: check_threads [threads] [keys] [checks per thread] [tb|tb-locked|gcra|gcra-locked]
 #include <sys/resource.h>
 
 #include <atomic>
@@ -37,16 +38,17 @@ int main(int argc, char** argv) {
   const size_t n = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1;
   const size_t checks = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 2'000'000;
   const std::string mode = argc > 4 ? argv[4] : "tb";
-  rl::Limiter limiter(
-      rl::LimiterOptions{.sweep_interval_ms = 0, .hot_keys = mode != "gcra-locked"});
-  const rl::Limit limit{mode == "tb" ? rl::Algorithm::kTokenBucket : rl::Algorithm::kGcra,
-                        1'000'000'000, 1000};
+  const bool locked = mode.size() > 7 && mode.compare(mode.size() - 7, 7, "-locked") == 0;
+  rl::Limiter limiter(rl::LimiterOptions{.sweep_interval_ms = 0, .hot_keys = !locked});
+  const rl::Limit limit{
+      mode.rfind("tb", 0) == 0 ? rl::Algorithm::kTokenBucket : rl::Algorithm::kGcra, 1'000'000'000,
+      1000};
   std::vector<std::vector<std::string>> keys(threads);
   for (size_t t = 0; t < threads; ++t) {
     // One shared key, or each thread its own set (as core_bench's distinct-key rows).
     keys[t] = rl::bench::MakeKeys(n == 1 ? 1 : n * (t + 1));
     if (n > 1) keys[t].erase(keys[t].begin(), keys[t].begin() + static_cast<ptrdiff_t>(n * t));
-    // Twice: the second check of an existing key is what binds a GCRA key to its hot entry.
+    // Twice: the second check of an existing key is what binds it to its hot entry.
     for (int pass = 0; pass < 2; ++pass) {
       for (const std::string& k : keys[t]) (void)limiter.Check("", k, {limit});
     }

@@ -95,10 +95,11 @@ class Limiter::Impl::Store {
                            : hasher_.For(limit);
     q.at.key = f_.keys[i] = k;
     q.at.shard = f_.locked[i] = impl_.ShardOf(k);
-    // A single GCRA limit of a check, refund or charge (not a peek) keeps its state in the
-    // shard's hot entry when it can (hot_keys.h); Lock forgets it for calls of several limits.
+    // A single GCRA or token-bucket limit of a check, refund or charge (not a peek) keeps its
+    // state in the shard's hot entry when it can (hot_keys.h); Lock forgets it for calls of
+    // several limits.
     if constexpr (kOp == Op::kCheck) {
-      if (i == 0 && impl_.hot_ && limit.algorithm == Algorithm::kGcra && limit.block_ms == 0) {
+      if (i == 0 && impl_.hot_ && internal::HotAlgorithm(limit.algorithm) && limit.block_ms == 0) {
         hot_limit_ = &limit;
       }
     }
@@ -400,6 +401,11 @@ class Limiter::Impl::Store {
   void Bind(const Q& q, int64_t rel, int64_t word) {
     internal::Shard& sh = impl_.shards_[q.at.shard];
     sh.mu.AssertHeld();
+    if (hot_limit_->algorithm == Algorithm::kTokenBucket) {
+      internal::BindPair(impl_.HotOf(q.at.shard), sh, q.at.key, rel, word, q.expiry_ms, *hot_limit_,
+                         impl_.expiry_);
+      return;
+    }
     internal::BindHot(impl_.HotOf(q.at.shard), sh, q.at.key, rel, word, *hot_limit_);
   }
 
@@ -410,7 +416,7 @@ class Limiter::Impl::Store {
   size_t n_ = 0;
   size_t lock_count_ = 0;
   uint32_t unstored_ = 0;             // bit i: the new state of limit i found no room
-  const Limit* hot_limit_ = nullptr;  // the single GCRA limit whose state may be kept hot
+  const Limit* hot_limit_ = nullptr;  // the single limit whose state may be kept hot
   int64_t now_ = 0;
   bool have_now_ = false;  // TryHot read the clock
   Frame& f_;

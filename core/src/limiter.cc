@@ -44,8 +44,9 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   Store::Frame frame;
   Store store(*this, frame, scope, key);
   if constexpr (kOp != Op::kAcquire) {
-    // An existing hot key of one GCRA limit, checked or peeked without the lock (hot_keys.h).
-    if (limits.size() == 1 && hot_ && limits[0].algorithm == Algorithm::kGcra &&
+    // An existing hot key of one GCRA or token-bucket limit, checked or peeked without the lock
+    // (hot_keys.h).
+    if (limits.size() == 1 && hot_ && internal::HotAlgorithm(limits[0].algorithm) &&
         limits[0].block_ms == 0 && store.template TryHot<kOp>(limits[0], cost, *out)) {
       return out;
     }

@@ -143,7 +143,7 @@ TEST(KeyState, TooManyStatesUnderOneKeyIsAnError) {
 // refunds, charges, acquires and releases of random limits (some with BLOCK, some with a
 // CONCURRENCY limit) under random scopes at random times, both answer the same, and so does a
 // KeyState that was encoded and decoded in between. Run with the Limiter's lock-free path of hot
-// GCRA keys (LimiterOptions::hot_keys) and without it.
+// GCRA and token-bucket keys (LimiterOptions::hot_keys) and without it.
 void AnswersExactlyAsTheLimiter(bool hot) {
   std::mt19937_64 rng(20261201);
   auto random_limit = [&](Algorithm a) {

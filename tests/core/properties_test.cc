@@ -1,8 +1,9 @@
 // Seeded randomized properties, thousands of cases per algorithm: exact windows never over-admit,
 // token bucket and GCRA agree and respect BURST + rate * T, the window counter stays within its
 // stated bound, the leaky bucket's outflow is constant, and every retry_after is exact (waiting
-// it passes, one ms less does not). Each runs twice: with the lock-free path of hot GCRA keys
-// (LimiterOptions::hot_keys) and without it, and the two runs must see the same decisions.
+// it passes, one ms less does not). Each runs twice: with the lock-free path of hot GCRA and
+// token-bucket keys (LimiterOptions::hot_keys) and without it, and the two runs must see the same
+// decisions.
 #include <algorithm>
 #include <cstdint>
 #include <random>

@@ -40,9 +40,10 @@ struct LimiterOptions {
   FailureMode overflow = FailureMode::kFailOpen;
   int64_t sweep_interval_ms = 1000;  // background removal of expired state; 0 = no thread
   Clock* clock = nullptr;            // not owned; null = SteadyClock::Default()
-  // An existing key checked often under one GCRA limit (no BLOCK) is checked without its shard's
-  // lock, by a compare-and-swap on one word: the same decisions as the locked path, and two threads
-  // on one key do not queue on a lock. Off: every check takes the lock (tests compare the two).
+  // An existing key checked often under one GCRA or token-bucket limit (no BLOCK) is checked
+  // without its shard's lock, by a compare-and-swap (on one word for GCRA, on a 16-byte pair for
+  // the token bucket, x86-64 only): the same decisions as the locked path, and two threads on one
+  // key do not queue on a lock. Off: every check takes the lock (tests compare the two).
   bool hot_keys = true;
 };
 
