@@ -85,19 +85,35 @@ bool GetZig(std::string_view* in, int64_t* out) {
   return true;
 }
 
-// Form 2 of a state holding one two-word state (see put.h).
-void BuildForm2(std::string* form, int64_t now_ms, const SingleState& s, int64_t capacity,
-                int64_t rate) {
-  form->push_back(static_cast<char>(kForm2));
-  PutVarint(form, static_cast<uint64_t>(now_ms));
-  PutVarint(form, Zig(s.expiry_ms - now_ms));
-  PutVarint(form, static_cast<uint64_t>(capacity));
-  PutVarint(form, static_cast<uint64_t>(rate));
-  PutVarint(form, s.scope_id);
-  form->push_back(static_cast<char>(s.algorithm));
-  PutVarint(form, static_cast<uint64_t>(s.window_ms));
-  PutVarint(form, Zig(s.time - now_ms));
-  PutVarint(form, Zig(s.word));
+// A varint into a raw buffer: form 2 is written per check, and a std::string's per-byte
+// push_back cost ~500 instructions a form, 2.5% of a replicated check.
+char* PutVarintRaw(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+// The longest form 2: the version, eight varints of up to ten bytes, the algorithm.
+constexpr size_t kMaxForm2Bytes = 1 + 8 * 10 + 1;
+
+// Form 2 of a state holding one two-word state (see put.h) into `buf`; returns its length.
+size_t BuildForm2(char (&buf)[kMaxForm2Bytes], int64_t now_ms, const SingleState& s,
+                  int64_t capacity, int64_t rate) {
+  char* p = buf;
+  *p++ = static_cast<char>(kForm2);
+  p = PutVarintRaw(p, static_cast<uint64_t>(now_ms));
+  p = PutVarintRaw(p, Zig(s.expiry_ms - now_ms));
+  p = PutVarintRaw(p, static_cast<uint64_t>(capacity));
+  p = PutVarintRaw(p, static_cast<uint64_t>(rate));
+  p = PutVarintRaw(p, s.scope_id);
+  *p++ = static_cast<char>(s.algorithm);
+  p = PutVarintRaw(p, static_cast<uint64_t>(s.window_ms));
+  p = PutVarintRaw(p, Zig(s.time - now_ms));
+  p = PutVarintRaw(p, Zig(s.word));
+  return static_cast<size_t>(p - buf);
 }
 
 // Reads form 2 (after its version byte) into `w`, the state's encoding into `*bytes`; an error
@@ -154,17 +170,18 @@ const char* ReadForm2(std::string_view in, WholeState* w, std::string* bytes) {
 
 void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
                   const KeyState& state, int64_t expiry_ms, const void* value) {
-  // One buffer for the module's life (commands run one at a time): no allocation per write.
-  static std::string form;
-  form.clear();
   int64_t capacity = 0, rate = 0;
   if (value != nullptr) PackedNumbers(value, &capacity, &rate);
   SingleState single;
   if (GetSingleState(state, &single)) {
-    BuildForm2(&form, now_ms, single, capacity, rate);
-    RedisModule_Replicate(ctx, "RL.PUT", "sb", name, form.data(), form.size());
+    char buf[kMaxForm2Bytes];
+    const size_t len = BuildForm2(buf, now_ms, single, capacity, rate);
+    RedisModule_Replicate(ctx, "RL.PUT", "sb", name, buf, len);
     return;
   }
+  // One buffer for the module's life (commands run one at a time): no allocation per write.
+  static std::string form;
+  form.clear();
   form.push_back(static_cast<char>(kForm1));
   PutInt64(&form, now_ms);
   PutInt64(&form, expiry_ms);
