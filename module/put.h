@@ -27,6 +27,21 @@
 // now-ms as the writer's time). A form version this rl.so does not know is refused with an error
 // that names it (a newer primary: upgrade replicas first).
 //
+// Form 2 carries a state of exactly one two-word state (one token bucket, GCRA,
+// fixed window or leaky bucket: bench/run's keys, most keys) in about a third of form 1's bytes,
+// every number a LEB128 varint, times as differences from now-ms (zigzag: signed):
+//
+//   u8 2 | now-ms | zz(expiry-ms - now-ms) | capacity | rate | scope-id | u8 algorithm |
+//   window-ms | zz(time - now-ms) | zz(word)
+//
+// the fields of rl::SingleState (key_state_single.h). A 40-byte key's token bucket replicates
+// 94 B per check (form 1: 133 B), and the form, ~25 B, fits in one allocation with its Redis
+// object (<= 44 B). The replica rebuilds the one-state block from the fields, refuses one that
+// does not read back as sent (an unknown or non-two-word algorithm, a window out of range), and
+// stores its encoding as for form 1 (same validation, same LoadShiftMs). Every other small state
+// keeps form 1, which every rl.so that knows RL.PUT reads; a replica must be upgraded before its
+// primary, or it answers form 2 with the error above.
+//
 // A state larger than kMaxPutBytes (many limits, a long SLIDING_LOG, many leases) keeps
 // replicating RL.APPLY; a window carried over (Effect::whole) replicates RL.PUT whatever its
 // size, as it replicated RL.SETSTATE before.

@@ -351,9 +351,9 @@ TEST(RlApplyTest, ForgeriesAreRefusedAndMissesCounted) {
 }
 
 // A check of a one-limit key (bench/run's TOKEN_BUCKET) replicates RL.PUT: three arguments, the
-// state in one, fewer bytes than the check as sent plus 40 (RL.APPLY took nine arguments and
-// ~60 B more), to the replication stream and the AOF alike; the replica and an AOF replay end
-// with the master's bytes.
+// state in one (form 2: at most 44 bytes, one allocation with its Redis object), fewer bytes than
+// the check as sent (form 1 took 32 B more, RL.APPLY ~90 B more), to the replication stream and
+// the AOF alike; the replica and an AOF replay end with the master's bytes.
 TEST(RlApplyTest, AOneLimitCheckReplicatesThreeArguments) {
   if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
   RedisServer master(MasterOptions());
@@ -374,10 +374,14 @@ TEST(RlApplyTest, AOneLimitCheckReplicatesThreeArguments) {
   const double aof_per = static_cast<double>(aof.size() - aof_bytes) / kChecks;
   std::printf("one TOKEN_BUCKET check: %.1f B to the stream, %.1f B to the AOF; the command %zu\n",
               stream, aof_per, RespSize(check));
-  EXPECT_LE(stream, static_cast<double>(RespSize(check) + 40));
-  EXPECT_LE(aof_per, static_cast<double>(RespSize(check) + 40));
-  const std::string head = "*3\r\n$6\r\nRL.PUT\r\n$40\r\n" + key + "\r\n";
-  EXPECT_NE(aof.find(head, aof_bytes), std::string::npos);
+  EXPECT_LE(stream, static_cast<double>(RespSize(check)));
+  EXPECT_LE(aof_per, static_cast<double>(RespSize(check)));
+  const std::string head = "*3\r\n$6\r\nRL.PUT\r\n$40\r\n" + key + "\r\n$";
+  const size_t at = aof.find(head, aof_bytes);
+  ASSERT_NE(at, std::string::npos);
+  const size_t form_len = std::stoul(aof.substr(at + head.size(), 3));
+  EXPECT_LE(form_len, 44u);
+  EXPECT_EQ(aof[aof.find("\r\n", at + head.size()) + 2], '\x02') << "form 2";
   ASSERT_TRUE(WaitForReplicas(master, 1));
   EXPECT_EQ(replica.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str,
             master.Call({"DEBUG", "DIGEST-VALUE", key}).elements.at(0).str);
@@ -415,7 +419,7 @@ TEST(RlApplyTest, PutFormsAreValidated) {
   };
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"", "empty"},
-      {form(2, now, e.expiry_ms, state), "RL.PUT form 2 is unknown"},
+      {form(3, now, e.expiry_ms, state), "RL.PUT form 3 is unknown"},
       {form(1, now, e.expiry_ms, state).substr(0, 12), "short"},
       {form(1, -1, e.expiry_ms, state), "invalid time"},
       {form(1, int64_t{1} << 48, e.expiry_ms, state), "invalid time"},
@@ -440,6 +444,90 @@ TEST(RlApplyTest, PutFormsAreValidated) {
     std::string f = form(1, now, e.expiry_ms, state);
     for (int j = 0; j < 3; ++j) f[19 + rng() % (f.size() - 19)] = static_cast<char>(rng());
     const Reply r = server.Call({"RL.PUT", "h", f});
+    ASSERT_TRUE(r.type == '+' || r.type == '-') << Show(r);
+  }
+  EXPECT_TRUE(server.running());
+}
+
+// Form 2 (module/put.h: one two-word state as varints, times from now-ms): a well-formed one
+// stores the state it carries; a truncated, overlong or inconsistent one is refused before
+// anything is stored, and hostile bytes never crash.
+TEST(RlApplyTest, PutForm2IsValidated) {
+  if (!RedisAvailable()) GTEST_SKIP() << "redis-server/redis-cli not installed";
+  RedisServer server(Options());
+  ASSERT_TRUE(server.Start());
+  const int64_t now = TimeMs(server.Call({"TIME"}));
+  const auto varint = [](std::string* out, uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out->push_back(static_cast<char>(v | 0x80));
+    out->push_back(static_cast<char>(v));
+  };
+  const auto zz = [](int64_t v) {
+    return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+  };
+  // A GCRA 5 per hour (inline limits) one call in: its time a 12-minute emission interval ahead.
+  struct F {
+    uint64_t now, capacity = 0, rate = 0, scope = 0;
+    uint8_t algorithm = 1;  // GCRA
+    uint64_t window = 3600 * 1000;
+    int64_t expiry_off = 720 * 1000, time_off = 720 * 1000, word = 0;
+  };
+  const auto form2 = [&](const F& f) {
+    std::string s(1, '\x02');
+    varint(&s, f.now);
+    varint(&s, zz(f.expiry_off));
+    varint(&s, f.capacity);
+    varint(&s, f.rate);
+    varint(&s, f.scope);
+    s.push_back(static_cast<char>(f.algorithm));
+    varint(&s, f.window);
+    varint(&s, zz(f.time_off));
+    varint(&s, zz(f.word));
+    return s;
+  };
+  F good;
+  good.now = static_cast<uint64_t>(now);
+  const std::string ok = form2(good);
+  std::vector<std::pair<std::string, std::string>> bad;
+  for (size_t n = 1; n < ok.size(); ++n) bad.emplace_back(ok.substr(0, n), "short");
+  bad.emplace_back(ok + "x", "trailing bytes");
+  bad.emplace_back(ok.substr(0, 1) + std::string(10, '\xff') + ok.substr(7), "");
+  F f = good;
+  f.now = uint64_t{1} << 48;
+  bad.emplace_back(form2(f), "invalid time");
+  f = good;
+  f.window = 0;
+  bad.emplace_back(form2(f), "bad numbers");
+  f = good;
+  f.window = uint64_t{1} << 40;
+  bad.emplace_back(form2(f), "bad numbers");
+  f = good;
+  f.algorithm = 2;  // SLIDING_LOG: no two words
+  bad.emplace_back(form2(f), "not a two-word state");
+  f = good;
+  f.algorithm = 200;
+  bad.emplace_back(form2(f), "unknown algorithm");
+  f = good;
+  f.capacity = uint64_t{1} << 63;
+  bad.emplace_back(form2(f), "bad numbers");
+  for (const auto& [form, why] : bad) {
+    const Reply r = server.Call({"RL.PUT", "k2", form});
+    EXPECT_EQ(r.type, '-') << why << " " << Show(r);
+    EXPECT_NE(r.str.find(why), std::string::npos) << Show(r);
+  }
+  EXPECT_EQ(server.Call({"EXISTS", "k2"}).integer, 0);
+  ASSERT_EQ(server.Call({"RL.PUT", "k2", ok}).str, "OK");
+  const Reply peek = server.Call({"RL.PEEK", "k2", "GCRA", "5", "1h", "COST", "0"});
+  const std::vector<int64_t> d = DecisionOf(peek);
+  ASSERT_GE(d.size(), 3u) << Show(peek);
+  EXPECT_EQ(d.at(0), 1) << Show(peek);
+  EXPECT_EQ(d.at(2), 4) << "one of five spent: " << Show(peek);
+  EXPECT_GT(server.Call({"PTTL", "k2"}).integer, 700 * 1000);
+  std::mt19937_64 rng(12);
+  for (int i = 0; i < 2000; ++i) {
+    std::string h = ok;
+    for (int j = 0; j < 3; ++j) h[1 + rng() % (h.size() - 1)] = static_cast<char>(rng());
+    if (rng() % 4 == 0) h.resize(1 + rng() % (h.size() - 1));
+    const Reply r = server.Call({"RL.PUT", "h2", h});
     ASSERT_TRUE(r.type == '+' || r.type == '-') << Show(r);
   }
   EXPECT_TRUE(server.running());

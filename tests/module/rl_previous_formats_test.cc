@@ -3,7 +3,8 @@
 // go through RESTORE, and an AOF rewrite's RL.SETSTATE and PEXPIREAT lines replay. The states
 // were made on 2026-12-01 with ten-year windows, so their counts still hold when the test runs.
 // The AOF that 0.3.0 (main 178f154) wrote while replicating every kind of change as RL.APPLY
-// (fixtures/apply_aof, made by fixtures/make_apply_aof.sh) replays to the states it left.
+// (fixtures/apply_aof, made by fixtures/make_apply_aof.sh) replays to the states it left, and so do
+// AOFs of RL.PUT in each of its forms (fixtures/put_aof_1, put_aof_2: make_put_aof.sh).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -189,6 +190,58 @@ TEST(RlPreviousAofTest, RlApplyLinesOfZeroThreeReplay) {
       1);
   // Every replay reached the state the primary reported.
   EXPECT_EQ(RlStat(server, "apply_mismatches"), 0);
+}
+
+// fixtures/put_aof_1 and put_aof_2 (fixtures/make_put_aof.sh): the same changes written as RL.PUT
+// form 1 (by main dc6e8c7) and as this version writes them (form 2 for one-state keys, form 1
+// for the two multi-state ones): both replay to what the writing server answered.
+TEST(RlPreviousAofTest, RlPutFormsReplay) {
+  if (!RedisAvailable()) GTEST_SKIP() << ServerName() << " or its cli not installed";
+  namespace fs = std::filesystem;
+  for (const char* fixture : {"put_aof_1", "put_aof_2"}) {
+    SCOPED_TRACE(fixture);
+    RedisServer server(RlOptions().With("appendonly yes").With("aof-use-rdb-preamble no"));
+    ASSERT_TRUE(server.Start());
+    ASSERT_TRUE(server.Stop());
+    const fs::path aof_dir = fs::path(server.dir()) / "appendonlydir";
+    fs::remove_all(aof_dir);
+    fs::create_directories(aof_dir);
+    for (const auto& f : fs::directory_iterator(fs::path(RL_FIXTURES_DIR) / fixture)) {
+      fs::copy_file(f.path(), aof_dir / f.path().filename());
+    }
+    const std::string aof = ReadAofFiles(server.dir());
+    // The one-state keys' form: 1 in put_aof_1, 2 in put_aof_2; fx:two's is 1 in both.
+    const std::string tb = "$6\r\nRL.PUT\r\n$5\r\nfx:tb\r\n$";
+    const size_t at = aof.find(tb);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(aof[aof.find("\r\n", at + tb.size()) + 2], fixture[8] - '0');
+    const std::string two = "$6\r\nRL.PUT\r\n$6\r\nfx:two\r\n$";
+    const size_t at_two = aof.find(two);
+    ASSERT_NE(at_two, std::string::npos);
+    EXPECT_EQ(aof[aof.find("\r\n", at_two + two.size()) + 2], 1);
+    ASSERT_TRUE(server.Start());
+    const std::vector<std::pair<Cmd, std::vector<int64_t>>> peeks = {
+        {{"fx:tb", "TOKEN_BUCKET", "5", "3650d"}, {1, 5, 3}},
+        {{"fx:gcra", "GCRA", "5", "3650d", "BURST", "8"}, {1, 8, 5}},
+        {{"fx:fw", "FIXED_WINDOW", "4", "3650d"}, {1, 4, 1}},
+        {{"fx:lb", "LEAKY_BUCKET", "5", "3650d"}, {1, 5, 3}},
+        {{"fx:pol", "POLICY", "putpol"}, {1, 5, 2}},
+        {{"fx:two", "GCRA", "5", "3650d", "LEAKY_BUCKET", "5", "3650d"}, {1, 5, 4}},
+        {{"fx:blk", "FIXED_WINDOW", "2", "3650d", "BLOCK", "3650d"}, {0, 2, 0}},
+    };
+    for (const auto& [args, want] : peeks) {
+      const Reply r = server.Call(With(With({"RL.PEEK"}, args), {"COST", "0"}));
+      const std::vector<int64_t> d = DecisionOf(r);
+      ASSERT_GE(d.size(), 3u) << args[0] << " " << Show(r);
+      EXPECT_EQ(std::vector<int64_t>(d.begin(), d.begin() + 3), want) << args[0] << " " << Show(r);
+    }
+    // CL.THROTTLE's GCRA (a burst of 2: three calls) was called three times: the fourth is denied.
+    const Reply cell = server.Call({"CL.THROTTLE", "fx:cell", "2", "1", "315360000"});
+    ASSERT_EQ(cell.elements.size(), 5u) << Show(cell);
+    EXPECT_EQ(cell.elements[0].integer, 1);
+    EXPECT_EQ(cell.elements[2].integer, 0);
+    EXPECT_EQ(server.Call({"DBSIZE"}).integer, 8);
+  }
 }
 
 }  // namespace
