@@ -225,9 +225,12 @@ inline void BindHot(HotEntry* shard_entries, const Shard& sh, uint64_t key, int6
       e.meta.load(std::memory_order_relaxed) != 0 && e.key.load(std::memory_order_relaxed) == key;
   // Live only for another key (a live key's locked access folded it first).
   if ((e.word.load(std::memory_order_relaxed) & hot::kLive) != 0) return;
+  // A revival keeps its generation only under the same limit: a reader that checked the old
+  // limit must not land its compare-and-swap on a word the fold will read under the new one.
   if (mine) {
-    hot::SetLimit(e, limit);
-    if (hot::Encode(rel, word, e.meta.load(std::memory_order_relaxed), &next)) {
+    if (e.limit.load(std::memory_order_relaxed) == limit.limit &&
+        e.capacity.load(std::memory_order_relaxed) == limit.capacity() &&
+        hot::Encode(rel, word, e.meta.load(std::memory_order_relaxed), &next)) {
       e.word.store(next, std::memory_order_release);
       return;
     }

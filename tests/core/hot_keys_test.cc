@@ -357,6 +357,29 @@ TEST_F(HotEntryTest, AWordOfAnEarlierBindingNeverLands) {
   EXPECT_TRUE(internal::HotCheck(e, other, codec_, limit_, 0, 1, true, &r));
 }
 
+// A GCRA word revived under another limit takes a new generation, as a pair does: a reader that
+// checked the old limit must not land its compare-and-swap.
+TEST_F(HotEntryTest, AWordRevivedUnderAnotherLimitIsANewGeneration) {
+  internal::ShardLock lock(sh_.mu);
+  Store(kKey, 0, 0);
+  internal::BindHot(entries_, sh_, kKey, 0, 0, limit_);
+  internal::BindHot(entries_, sh_, kKey, 0, 0, limit_);
+  internal::HotEntry& e = internal::HotEntryOf(entries_, kKey);
+  const uint64_t stale = e.word.load();
+  ASSERT_NE(stale & internal::hot::kLive, 0u);
+  internal::FoldHot(e, sh_, codec_, 0);
+  internal::BindHot(entries_, sh_, kKey, 0, 0, limit_);  // the same limit: the same word
+  EXPECT_EQ(e.word.load(), stale);
+  internal::FoldHot(e, sh_, codec_, 0);
+  const Limit other{Algorithm::kGcra, 11, 1000};
+  internal::BindHot(entries_, sh_, kKey, 0, 0, other);
+  ASSERT_NE(e.word.load() & internal::hot::kLive, 0u);
+  EXPECT_NE(internal::hot::GenOfWord(e.word.load()), internal::hot::GenOfWord(stale));
+  uint64_t expected = stale;
+  EXPECT_FALSE(e.word.compare_exchange_strong(expected, stale + 1));
+  EXPECT_EQ(e.limit.load(), 11);
+}
+
 // The token bucket's pair: decides while the shard is locked, exactly as TokenBucket; a denial
 // writes nothing; a clock behind the stored time, a limit outside the exact form and a fold leave
 // the call to the lock; the fold writes the pair's state back.
