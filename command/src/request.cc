@@ -95,7 +95,8 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
     }
     const size_t start = pos;
     size_t count = 0;
-    if (absl::Status s = ParseLimitsInto(args, &pos, absl::MakeSpan(r->inline_limits), &count);
+    if (absl::Status s = ParseLimitsInto(
+            args, &pos, absl::MakeSpan(r->inline_limits.data(), r->inline_limits.size()), &count);
         !s.ok()) {
       return s;
     }
