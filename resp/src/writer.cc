@@ -1,10 +1,13 @@
 // RESP reply writer. Every reply is appended to the caller's buffer with at most a few append
-// calls (an array of integers with one); numbers are formatted with std::to_chars into a stack
-// buffer, so nothing allocates beyond the buffer's own growth.
+// calls (an array of integers with one); numbers are formatted into a stack buffer (below 10^8
+// from a digit-pair table, larger ones with std::to_chars), so nothing allocates beyond the
+// buffer's own growth.
 #include "resp/writer.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace resp {
 namespace {
@@ -12,13 +15,60 @@ namespace {
 // Room for one length or integer line: the prefix, up to 20 characters of int64, CRLF.
 constexpr size_t kMaxLine = 24;
 
-// Writes `prefix`, the decimal `v` and CRLF at `p` (kMaxLine bytes of room); returns the end.
-char* PutLine(char* p, char prefix, int64_t v) {
-  *p = prefix;
-  char* end = std::to_chars(p + 1, p + kMaxLine - 2, v).ptr;
-  *end++ = '\r';
-  *end++ = '\n';
+// "00" .. "99": two digits per table read.
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; ++i) {
+    t[2 * i] = static_cast<char>('0' + i / 10);
+    t[2 * i + 1] = static_cast<char>('0' + i % 10);
+  }
+  return t;
+}();
+
+// Writes the decimal `u` (below 10^8) at `p`; returns the end. Two digits per table read from the
+// right, after counting the digits with a few comparisons.
+char* PutSmall(char* p, uint64_t u) {
+  const size_t digits = u < 10         ? 1
+                        : u < 100      ? 2
+                        : u < 1000     ? 3
+                        : u < 10000    ? 4
+                        : u < 100000   ? 5
+                        : u < 1000000  ? 6
+                        : u < 10000000 ? 7
+                                       : 8;
+  char* const end = p + digits;
+  char* e = end;
+  while (u >= 100) {
+    e -= 2;
+    std::memcpy(e, &kDigitPairs[2 * (u % 100)], 2);
+    u /= 100;
+  }
+  if (u >= 10) {
+    std::memcpy(e - 2, &kDigitPairs[2 * u], 2);
+  } else {
+    e[-1] = static_cast<char>('0' + u);
+  }
   return end;
+}
+
+// Writes `prefix`, the decimal `v` and CRLF at `p` (kMaxLine bytes of room); returns the end.
+// Values of magnitude below 10^8 (every field of a reply but a far reset time) go through
+// PutSmall, without std::to_chars' general length computation.
+char* PutLine(char* p, char prefix, int64_t v) {
+  constexpr int64_t kSmall = 100000000;
+  *p = prefix;
+  char* end;
+  if (v >= 0 && v < kSmall) {
+    end = PutSmall(p + 1, static_cast<uint64_t>(v));
+  } else if (v < 0 && v > -kSmall) {
+    p[1] = '-';
+    end = PutSmall(p + 2, static_cast<uint64_t>(-v));
+  } else {
+    end = std::to_chars(p + 1, p + kMaxLine - 2, v).ptr;
+  }
+  end[0] = '\r';
+  end[1] = '\n';
+  return end + 2;
 }
 
 // Appends `prefix`, the decimal `v` and CRLF: the shape of every RESP length and integer line.
