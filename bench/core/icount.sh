@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Instructions per token-bucket check and per bare absl::flat_hash_map find+update, counted by
 # callgrind (independent of machine load, unlike core_bench's times).
-# Usage: bench/core/icount.sh [path/to/check_icount] [keys] [iterations] [limits per check: 1|2, or log: a sliding log]
+# Usage: bench/core/icount.sh [path/to/check_icount] [keys] [iterations] [limits per check: 1|2, or log: a sliding log] [nohot: LimiterOptions::hot_keys off]
 set -euo pipefail
 bin=${1:-build/bench/core/check_icount}
 keys=${2:-1000}
 iters=${3:-200000}
 limits=${4:-1}
+hot=${5:-}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$keys" "$iters" "$limits" >/dev/null 2>&1
+valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$keys" "$iters" "$limits" $hot >/dev/null 2>&1
 callgrind_annotate --inclusive=yes "$out" 2>/dev/null |
   awk -v it="$iters" '/RunChecks|RunBare/ { gsub(",", "", $1); name = /RunChecks/ ? "check" : "bare";
     v[name] = $1 / it }

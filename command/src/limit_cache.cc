@@ -14,7 +14,7 @@ absl::Span<const Limit> LimitCache::Find(absl::Span<const std::string_view> args
   const char* p = bytes_.data();
   for (size_t i = 0; i < tokens_; ++i) {
     const std::string_view a = args[pos + i];
-    if (a.size() != sizes_[i] || std::memcmp(a.data(), p, a.size()) != 0) return {};
+    if (a.size() != sizes_[i] || !SameShortBytes(a.data(), p, a.size())) return {};
     p += a.size();
   }
   // What follows decides where the list ends (BURST, BLOCK, LEASE or another algorithm would

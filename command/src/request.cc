@@ -95,7 +95,8 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
     }
     const size_t start = pos;
     size_t count = 0;
-    if (absl::Status s = ParseLimitsInto(args, &pos, absl::MakeSpan(r->inline_limits), &count);
+    if (absl::Status s = ParseLimitsInto(
+            args, &pos, absl::MakeSpan(r->inline_limits.data(), r->inline_limits.size()), &count);
         !s.ok()) {
       return s;
     }
@@ -106,7 +107,16 @@ absl::Status ParseRequest(Verb verb, absl::Span<const std::string_view> args,
   // POLICY is tested first: no algorithm has that name, and matching it against every algorithm
   // name first cost a policy check more than its whole lookup.
   const bool by_policy = EqualsIgnoreCase(args[pos], "POLICY");
-  if (!by_policy && limits_here()) {
+  // The inline list sent last time (the steady state of a client): taken from the cache at once,
+  // without testing its first token on its own before (a hit implies that test).
+  size_t cached_end = 0;
+  absl::Span<const Limit> cached;
+  if (!by_policy && cache != nullptr) cached = cache->Find(args, pos, &cached_end);
+  if (!cached.empty()) {
+    r->limits = cached;
+    pos = cached_end;
+    r->scope = kInlineScope;
+  } else if (!by_policy && limits_here()) {
     if (absl::Status s = take_limits(); !s.ok()) return s;
     r->scope = kInlineScope;
   } else if (by_policy) {

@@ -135,6 +135,15 @@ ParseStatus Parser::Parse(std::string_view buf, size_t* consumed,
 
 namespace {
 
+// Whether the two bytes at `p` are CRLF, in one 16-bit compare.
+bool IsCrlf(const char* p) {
+  uint16_t two;
+  std::memcpy(&two, p, 2);
+  uint16_t crlf;
+  std::memcpy(&crlf, "\r\n", 2);
+  return two == crlf;
+}
+
 // The length in a "*N\r\n" or "$N\r\n" line at *p (after its prefix) in one pass: a decimal of
 // at most 18 digits without a leading zero (but "0" itself), then CRLF. False for anything else
 // (the general path then gives Redis's error, or waits for more bytes).
@@ -164,8 +173,27 @@ bool Parser::ParseWholeMultibulk(std::string_view buf, size_t* consumed,
   if (!ReadLength(&p, end, &count) || count == 0 || count > limits_.max_args) return false;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t len = 0;
-    if (p == end || *p != '$' || (++p, !ReadLength(&p, end, &len)) || len > limits_.max_bulk ||
-        static_cast<uint64_t>(end - p) < len + 2 || p[len] != '\r' || p[len + 1] != '\n') {
+    if (p == end || *p != '$') {
+      args->clear();
+      return false;
+    }
+    ++p;
+    // "$N\r\n" of one or two digits (every argument of a rate-limit check) without the general
+    // loop; anything else (a leading zero, more digits, a short buffer) goes through ReadLength.
+    const size_t left = static_cast<size_t>(end - p);
+    const unsigned d0 = left > 0 ? static_cast<unsigned char>(p[0]) - '0' : 10;
+    const unsigned d1 = left > 1 ? static_cast<unsigned char>(p[1]) - '0' : 10;
+    if (left >= 3 && d0 <= 9 && IsCrlf(p + 1)) {
+      len = d0;
+      p += 3;
+    } else if (left >= 4 && d0 - 1 <= 8 && d1 <= 9 && IsCrlf(p + 2)) {
+      len = d0 * 10 + d1;
+      p += 4;
+    } else if (!ReadLength(&p, end, &len)) {
+      args->clear();
+      return false;
+    }
+    if (len > limits_.max_bulk || static_cast<uint64_t>(end - p) < len + 2 || !IsCrlf(p + len)) {
       args->clear();
       return false;
     }

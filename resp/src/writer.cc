@@ -1,10 +1,13 @@
 // RESP reply writer. Every reply is appended to the caller's buffer with at most a few append
-// calls (an array of integers with one); numbers are formatted with std::to_chars into a stack
-// buffer, so nothing allocates beyond the buffer's own growth.
+// calls (an array of integers with one); numbers are formatted into a stack buffer (below 10000
+// from a digit-pair table, larger ones with std::to_chars), so nothing allocates beyond the
+// buffer's own growth.
 #include "resp/writer.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace resp {
 namespace {
@@ -12,13 +15,44 @@ namespace {
 // Room for one length or integer line: the prefix, up to 20 characters of int64, CRLF.
 constexpr size_t kMaxLine = 24;
 
+// "00" .. "99": two digits per table read.
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; ++i) {
+    t[2 * i] = static_cast<char>('0' + i / 10);
+    t[2 * i + 1] = static_cast<char>('0' + i % 10);
+  }
+  return t;
+}();
+
 // Writes `prefix`, the decimal `v` and CRLF at `p` (kMaxLine bytes of room); returns the end.
+// Values from 0 to 9999 (a reply's flag, limits, counts and most delays) are written from the
+// digit-pair table by direct branches; others by std::to_chars. (A general pair loop for all
+// values below 10^8 cost a five-integer reply ~30 instructions more than these branches.)
 char* PutLine(char* p, char prefix, int64_t v) {
   *p = prefix;
-  char* end = std::to_chars(p + 1, p + kMaxLine - 2, v).ptr;
-  *end++ = '\r';
-  *end++ = '\n';
-  return end;
+  const uint64_t u = static_cast<uint64_t>(v);
+  char* end;
+  if (u < 10) {
+    p[1] = static_cast<char>('0' + u);
+    end = p + 2;
+  } else if (u < 100) {
+    std::memcpy(p + 1, &kDigitPairs[2 * u], 2);
+    end = p + 3;
+  } else if (u < 1000) {
+    p[1] = static_cast<char>('0' + u / 100);
+    std::memcpy(p + 2, &kDigitPairs[2 * (u % 100)], 2);
+    end = p + 4;
+  } else if (u < 10000) {
+    std::memcpy(p + 1, &kDigitPairs[2 * (u / 100)], 2);
+    std::memcpy(p + 3, &kDigitPairs[2 * (u % 100)], 2);
+    end = p + 5;
+  } else {
+    end = std::to_chars(p + 1, p + kMaxLine - 2, v).ptr;
+  }
+  end[0] = '\r';
+  end[1] = '\n';
+  return end + 2;
 }
 
 // Appends `prefix`, the decimal `v` and CRLF: the shape of every RESP length and integer line.

@@ -280,6 +280,28 @@ absl::Status ParseWith(LimitCache* cache, std::vector<std::string_view> args, Re
   return ParseRequest(Verb::kCheck, args, nullptr, r, cache);
 }
 
+// The cache's token comparison reads short tokens a word at a time: a one-byte difference at
+// any position of any length (around the 4-, 8- and 16-byte load widths) must still tell them
+// apart, and a same-length list that differs in one byte must be parsed, not taken from the cache.
+TEST(LimitCacheTest, EveryByteOfEveryLengthIsCompared) {
+  for (size_t n = 0; n <= 24; ++n) {
+    const std::string a(n, 'x');
+    EXPECT_TRUE(SameShortBytes(a.data(), std::string(a).data(), n)) << n;
+    for (size_t i = 0; i < n; ++i) {
+      std::string b = a;
+      b[i] = 'y';
+      EXPECT_FALSE(SameShortBytes(a.data(), b.data(), n)) << n << " at " << i;
+    }
+  }
+  LimitCache cache;
+  Request first;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "a", "TOKEN_BUCKET", "100", "1m"}, &first).ok());
+  Request other;
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "a", "TOKEN_BUCKET", "109", "1m"}, &other).ok());
+  EXPECT_EQ(other.limits.data(), other.inline_limits.data());  // parsed again
+  EXPECT_EQ(other.limits[0], (Limit{Algorithm::kTokenBucket, 109, 60000}));
+}
+
 TEST(LimitCacheTest, TheSameBytesAreParsedOnce) {
   LimitCache cache;
   Request first;

@@ -78,6 +78,21 @@ std::vector<Case> Cases() {
       {Multibulk({"A", "B", "CDEFG"}), tiny},   // exactly at max_args and max_bulk
       {Multibulk({"A", "B", "CDEFGH"}), tiny},  // one byte over max_bulk
       {Multibulk({"A", "B", "C", "D"}), tiny},  // one over max_args
+      // One- and two-digit bulk lengths (read without the general loop when whole) and the
+      // lengths around them; malformed ones the fast reading must hand on to the exact errors.
+      {Multibulk({"", "a", std::string(9, 'b'), std::string(10, 'c'), std::string(99, 'd'),
+                  std::string(100, 'e')}),
+       def},
+      {"*1\r\n$00\r\n\r\n", def},
+      {"*1\r\n$1\r\rx\r\n", def},
+      {"*1\r\n$12\r\rabcdefghijkl\r\n", def},
+      {"*1\r\n$1a\r\nx\r\n", def},
+      {"*1\r\n$:\r\nx\r\n", def},
+      {"*1\r\n$/\r\nx\r\n", def},
+      {"*2\r\n$5\r\nabcde\r\n$10\r\nabcdefghij\r\n", tiny},
+      {"*1\r\n$", def},
+      {"*1\r\n$1", def},
+      {"*1\r\n$12\r", def},
   };
 }
 

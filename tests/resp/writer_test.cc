@@ -8,6 +8,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace resp {
 namespace {
@@ -45,6 +46,31 @@ TEST_P(WriterTest, Integer) {
             ":9223372036854775807\r\n");
   EXPECT_EQ(Write([](Writer& w) { w.Integer(std::numeric_limits<int64_t>::min()); }),
             ":-9223372036854775808\r\n");
+}
+
+// Every length of decimal, around each power of ten and both signs: small values take a
+// table path, larger ones std::to_chars; both must give the same text as std::to_string.
+TEST_P(WriterTest, IntegerAtEveryDigitCount) {
+  std::vector<int64_t> values = {0, std::numeric_limits<int64_t>::max(),
+                                 std::numeric_limits<int64_t>::min()};
+  for (int64_t p = 1; p <= std::numeric_limits<int64_t>::max() / 10; p *= 10) {
+    for (int64_t v : {p - 1, p, p + 1, 10 * p - 1}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  for (int64_t v : values) {
+    std::string out;
+    Writer w(&out, GetParam());
+    w.Integer(v);
+    EXPECT_EQ(out, ":" + std::to_string(v) + "\r\n");
+    out.clear();
+    const int64_t five[] = {v, -v, v / 7, 1, v};
+    w.IntegerArray(five);
+    std::string expected = "*5\r\n";
+    for (int64_t x : five) expected += ":" + std::to_string(x) + "\r\n";
+    EXPECT_EQ(out, expected);
+  }
 }
 
 TEST_P(WriterTest, IntegerArrayIsArrayHeaderAndIntegers) {

@@ -44,6 +44,22 @@ enum class Verb : uint8_t { kCheck, kPeek, kReset, kRefund, kCharge, kAcquire };
 // Finds a stored policy by name (rl-server's PolicyStore, rl.so's registry); null when unknown.
 using PolicyLookup = std::function<std::shared_ptr<const Policy>(std::string_view name)>;
 
+// Room for an inline limit list, left unwritten until a parse fills it: a check builds a Request
+// on every call, and zeroing eight Limits there cost more than the rest of its construction.
+class InlineLimits {
+ public:
+  InlineLimits() {}
+
+  static constexpr size_t size() { return kMaxLimitsPerCheck; }
+  Limit* data() { return items_; }
+  const Limit* data() const { return items_; }
+
+ private:
+  union {
+    Limit items_[kMaxLimitsPerCheck];
+  };
+};
+
 struct Request {
   std::string_view key;
   absl::Span<const Limit> limits;  // into `inline_limits`, a LimitCache or `policy->limits`
@@ -57,7 +73,7 @@ struct Request {
   // into debt (Limiter::ChargeWithin); -1 = not given, an ordinary check.
   int64_t max_wait_ms = -1;
   std::shared_ptr<const Policy> policy;  // keeps a stored policy alive for the call
-  std::array<Limit, kMaxLimitsPerCheck> inline_limits;
+  InlineLimits inline_limits;            // unwritten until a parse fills it
 };
 
 // Parses args (args[0] = command name, args[1] = key) for `verb`. RL.RESET takes no COST,
