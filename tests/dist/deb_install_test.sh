@@ -25,7 +25,7 @@ cache=$build/deb-install-test
 mkdir -p "$cache/archives/partial"
 work=$(mktemp -d "$cache/run-XXXXXX")
 root=$work/root
-lintian_job="" next_job=""
+lintian_job="" next_job="" root_job=""
 # in_root_pids [NAME]: the processes running in the root (named NAME).
 in_root_pids() {
   local p
@@ -38,7 +38,7 @@ in_root_pids() {
 under_root_mounts() { findmnt -rn -o TARGET | grep -E "^$root(/|$)"; }
 cleanup() {
   local p m
-  for p in $lintian_job $next_job; do kill "$p" 2>/dev/null; done
+  for p in $lintian_job $next_job $root_job; do kill "$p" 2>/dev/null; done
   for p in $(in_root_pids); do kill -9 "$p" 2>/dev/null; done
   # Innermost first; lazily when a process still holds one. Nothing is deleted while anything
   # under the root is still mounted (that would reach the host's /dev).
@@ -55,6 +55,36 @@ trap cleanup EXIT
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   DEBIAN_FRONTEND=noninteractive "$@"; }
 
+# The root: Debian 12 with apt, plus what compiling the consumer program needs (not rl's
+# dependencies: those come with the packages). Made once per build directory; each run writes
+# to an overlay on it (a copy where overlayfs is missing), so the cached root stays fresh.
+base=$cache/bookworm
+root_job=""
+if [ ! -d "$base" ]; then
+  say "making $base with mmdebstrap (once per build directory), meanwhile the packages"
+  # A fresh build directory starts with the .debs this machine's apt kept (hard links, so no
+  # copy; none when on another file system): apt takes a cached file only when its hash is the
+  # one the freshly fetched, signed index names, and downloads anything else, so the root is
+  # still bookworm as Debian serves it, without fetching again what the host fetched already
+  # (few of the root's own packages, most of what the packages below depend on).
+  host_archives=/var/cache/apt/archives
+  if [ -d "$host_archives" ] && [ -z "$(ls -A "$cache/archives" | grep '\.deb$')" ]; then
+    find "$host_archives" -maxdepth 1 -name '*.deb' -exec ln -t "$cache/archives" {} + \
+      2>/dev/null || true
+  fi
+  rm -rf "$base.tmp"
+  # Mostly waiting on the network: in the background, while the packages are built. The apt
+  # lists it fetched are kept (the root's apt-get update below then only revalidates them).
+  # The root's apt cache is the one above (bind-mounted, unmounted before mmdebstrap's cleanup),
+  # so the download is kept for the next run too.
+  mmdebstrap --quiet --variant=apt --include=g++,cmake,make,pkg-config --skip=download/empty \
+    --skip=essential/unlink --skip=cleanup/apt/lists \
+    --setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
+    --setup-hook="mount --bind '$cache/archives' \"\$1/var/cache/apt/archives\"" \
+    --customize-hook='umount "$1/var/cache/apt/archives"' \
+    bookworm "$base.tmp" http://deb.debian.org/debian >"$cache/mmdebstrap.log" 2>&1 &
+  root_job=$!
+fi
 # The packages, from this build, and a rebuild one version up for the upgrade. lintian checks
 # the first three meanwhile (an error fails the test at the end).
 "$src/tools/package" --build "$build" --out "$work/debs" --no-build --no-lintian ||
@@ -70,32 +100,11 @@ version=$(dpkg-deb -f "$work"/debs/rl-server_*.deb Version)
 next_job=$!
 say "packages built"
 
-# The root: Debian 12 with apt, plus what compiling the consumer program needs (not rl's
-# dependencies: those come with the packages). Made once per build directory; each run writes
-# to an overlay on it (a copy where overlayfs is missing), so the cached root stays fresh.
-base=$cache/bookworm
-if [ ! -d "$base" ]; then
-  say "making $base with mmdebstrap (once per build directory)"
-  # A fresh build directory starts with the .debs this machine's apt kept (hard links, so no
-  # copy; none when on another file system): apt takes a cached file only when its hash is the
-  # one the freshly fetched, signed index names, and downloads anything else, so the root is
-  # still bookworm as Debian serves it, without fetching again what the host fetched already
-  # (few of the root's own packages, most of what the packages below depend on).
-  host_archives=/var/cache/apt/archives
-  if [ -d "$host_archives" ] && [ -z "$(ls -A "$cache/archives" | grep '\.deb$')" ]; then
-    find "$host_archives" -maxdepth 1 -name '*.deb' -exec ln -t "$cache/archives" {} + \
-      2>/dev/null || true
-  fi
-  rm -rf "$base.tmp"
-  # The root's apt cache is the one above (bind-mounted, unmounted before mmdebstrap's cleanup),
-  # so the download is kept for the next run too.
-  mmdebstrap --quiet --variant=apt --include=g++,cmake,make,pkg-config --skip=download/empty --skip=essential/unlink \
-    --setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
-    --setup-hook="mount --bind '$cache/archives' \"\$1/var/cache/apt/archives\"" \
-    --customize-hook='umount "$1/var/cache/apt/archives"' \
-    bookworm "$base.tmp" http://deb.debian.org/debian >"$cache/mmdebstrap.log" 2>&1 ||
-    fail "mmdebstrap: $(tail -5 "$cache/mmdebstrap.log")"
+if [ -n "$root_job" ]; then
+  wait "$root_job" || fail "mmdebstrap: $(tail -5 "$cache/mmdebstrap.log")"
+  root_job=""
   mv "$base.tmp" "$base"
+  say "made $base"
 fi
 mkdir "$root" "$work/upper" "$work/overlay-work"
 if ! mount -t overlay overlay -o "lowerdir=$base,upperdir=$work/upper,workdir=$work/overlay-work" \
@@ -211,11 +220,14 @@ add_executable(app app.cc)
 target_compile_features(app PRIVATE cxx_std_20)
 target_link_libraries(app PRIVATE rl::core rl::client)
 EOF
+# Both builds at once (one compiler each, two cores).
+in_root sh -c 'g++ -std=c++20 -o /tmp/app/app-pc /tmp/app/app.cc $(pkg-config --cflags --libs rl rl-client)' \
+  >"$work/app-pc.log" 2>&1 &
+pc_job=$!
 in_root sh -c 'cmake -S /tmp/app -B /tmp/app/build >/dev/null && cmake --build /tmp/app/build' \
   >"$work/app.log" 2>&1 || fail "find_package(rl) build: $(tail -20 "$work/app.log")"
 in_root /tmp/app/build/app || fail "the find_package(rl) program failed"
-in_root sh -c 'g++ -std=c++20 -o /tmp/app/app-pc /tmp/app/app.cc $(pkg-config --cflags --libs rl rl-client)' \
-  >"$work/app-pc.log" 2>&1 || fail "pkg-config build: $(tail -20 "$work/app-pc.log")"
+wait "$pc_job" || fail "pkg-config build: $(tail -20 "$work/app-pc.log")"
 in_root /tmp/app/app-pc || fail "the pkg-config program failed"
 say "librl-dev: built and ran with find_package(rl) and with pkg-config rl rl-client"
 
