@@ -90,6 +90,12 @@ class Limiter::Impl::Store {
 
   template <Op kOp>
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Locate(size_t i, Q& q, const Limit& limit) {
+    if (i == 0 && tried_hot_) {  // TryHot located it (and it is a hot limit: see below)
+      q.at.key = f_.keys[0];
+      q.at.shard = f_.locked[0];
+      if constexpr (kOp == Op::kCheck) hot_limit_ = &limit;
+      return;
+    }
     const uint64_t k = kOp != Op::kCheck && limit.algorithm == Algorithm::kConcurrency
                            ? impl_.LeaseKeyFor(ScopeId(scope_), key_).key
                            : hasher_.For(limit);
@@ -104,20 +110,26 @@ class Limiter::Impl::Store {
       }
     }
   }
-  // The lock-free check of an existing hot key (see hot_keys.h): true when it decided `out`.
-  // Its clock reading is the one the locked path uses if it falls back.
+  // The lock-free check of an existing hot key (see hot_keys.h) of a call's only limit, a hot one
+  // (HotAlgorithm, no BLOCK): true when it decided `out`. The state key, shard and clock reading
+  // are the ones the locked path uses if it falls back (Locate, Now).
   template <Op kOp>
   ABSL_ATTRIBUTE_ALWAYS_INLINE bool TryHot(const Limit& limit, int64_t cost, Decision& out) {
     const uint64_t k = hasher_.For(limit);
-    internal::HotEntry* entries = impl_.HotOf(impl_.ShardOf(k));
+    const uint32_t shard = impl_.ShardOf(k);
+    f_.keys[0] = k;
+    f_.locked[0] = shard;
+    tried_hot_ = true;
     now_ = impl_.clock_->NowMs();
     have_now_ = true;
-    LimitResult r;
-    if (!internal::HotCheck(internal::HotEntryOf(entries, k), k, impl_.expiry_, limit, now_, cost,
-                            kOp == Op::kCheck, &r)) {
+    internal::HotEntry& e = internal::HotEntryOf(impl_.HotOf(shard), k);
+    const uint64_t w = internal::hot::LiveWordFor(e, k);
+    // The result straight into the decision (written only on success; the locked path fills it
+    // otherwise).
+    if (ABSL_PREDICT_TRUE(w == 0) || !internal::HotCheckLive(e, w, impl_.expiry_, limit, now_, cost,
+                                                             kOp == Op::kCheck, &out.limits[0])) {
       return false;
     }
-    internal::PutResult(out.limits[0], r);
     internal::MakeDecision(1, out);
     return true;
   }
@@ -398,7 +410,14 @@ class Limiter::Impl::Store {
   }
 
  private:
-  void Bind(const Q& q, int64_t rel, int64_t word) {
+  // Inline up to the test most calls stop at: the entry is live for another key (a live entry of
+  // this key was folded when its slot was found).
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Bind(const Q& q, int64_t rel, int64_t word) {
+    const internal::HotEntry& e = internal::HotEntryOf(impl_.HotOf(q.at.shard), q.at.key);
+    if ((e.word.load(std::memory_order_relaxed) & internal::hot::kLive) != 0) return;
+    BindDead(q, rel, word);
+  }
+  ABSL_ATTRIBUTE_NOINLINE void BindDead(const Q& q, int64_t rel, int64_t word) {
     internal::Shard& sh = impl_.shards_[q.at.shard];
     sh.mu.AssertHeld();
     if (hot_limit_->algorithm == Algorithm::kTokenBucket) {
@@ -418,7 +437,8 @@ class Limiter::Impl::Store {
   uint32_t unstored_ = 0;             // bit i: the new state of limit i found no room
   const Limit* hot_limit_ = nullptr;  // the single limit whose state may be kept hot
   int64_t now_ = 0;
-  bool have_now_ = false;  // TryHot read the clock
+  bool have_now_ = false;   // TryHot read the clock
+  bool tried_hot_ = false;  // TryHot located limit 0 (f_.keys[0], f_.locked[0])
   Frame& f_;
 };
 

@@ -45,6 +45,7 @@
 #include <cpuid.h>
 #endif
 
+#include "absl/base/attributes.h"
 #include "algorithms.h"
 #include "rl/decision.h"
 #include "rl/limit.h"
@@ -128,6 +129,24 @@ inline void SetLimit(HotEntry& e, const Limit& limit) {
   e.window_ms = limit.window_ms;
 }
 
+// The first reads of a lock-free check, inline in its caller so that a key whose entry is not
+// live for it (most keys) pays two loads: the entry's word when it is live for `key`, else 0.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t LiveWordFor(const HotEntry& e, uint64_t key) {
+  const uint64_t w = e.word.load(std::memory_order_acquire);
+  if ((w & kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return 0;
+  return w;
+}
+// The rest of the binding checks of both lock-free checks, on the live word `w` read by
+// LiveWordFor: the meta (read after the key, see the top of this file) is of w's binding and of
+// the shape asked for (a token bucket's pair or a GCRA word), and the binding serves `limit`.
+// Acquire (free on x86-64): a pair's limit read must stay between its two readings of `word`.
+inline bool BoundTo(const HotEntry& e, uint64_t w, const Limit& limit, bool pair, uint64_t* m) {
+  *m = e.meta.load(std::memory_order_acquire);
+  return GenOfWord(w) == GenOfMeta(*m) && (KOfMeta(*m) == kPairK) == pair &&
+         e.limit.load(std::memory_order_acquire) == limit.limit &&
+         e.capacity.load(std::memory_order_acquire) == limit.capacity();
+}
+
 }  // namespace hot
 
 // The entry a state key would use in its shard's group of kHotPerShard.
@@ -135,21 +154,17 @@ inline HotEntry& HotEntryOf(HotEntry* shard_entries, uint64_t key) {
   return shard_entries[key & (kHotPerShard - 1)];
 }
 
-// A GCRA check (or, without `consume`, a peek) of cost `cost` at `now` of state `key`, without a
-// lock: true with `*r` filled when the entry holds the key live and the outcome could be stored in
+// A GCRA check (or, without `consume`, a peek) of cost `cost` at `now` of the state whose live
+// word `w` LiveWordFor read, without a lock: true with `*r` filled when the binding serves the
+// limit and the outcome could be stored in
 // (or needed no change of) its word; false leaves everything to the locked path. The same step
 // function on the same state as the locked path, so the same result. A call that changes nothing
 // writes nothing.
-inline bool HotCheckGcra(HotEntry& e, uint64_t key, const ExpiryCodec& codec, const Limit& limit,
+inline bool HotCheckGcra(HotEntry& e, uint64_t w, const ExpiryCodec& codec, const Limit& limit,
                          int64_t now, int64_t cost, bool consume, LimitResult* r) {
-  uint64_t w = e.word.load(std::memory_order_acquire);
-  if ((w & hot::kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return false;
-  const uint64_t m = e.meta.load(std::memory_order_acquire);
+  uint64_t m;
+  if (!hot::BoundTo(e, w, limit, /*pair=*/false, &m)) return false;
   const uint32_t gen = hot::GenOfMeta(m);
-  if (hot::GenOfWord(w) != gen || e.limit.load(std::memory_order_relaxed) != limit.limit ||
-      e.capacity.load(std::memory_order_relaxed) != limit.capacity()) {
-    return false;
-  }
   for (;;) {
     int64_t rel, word;
     hot::Decode(w, m, &rel, &word);
@@ -204,11 +219,16 @@ inline void FoldHotAll(HotEntry* shard_entries, Shard& sh, const ExpiryCodec& co
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   for (size_t i = 0; i < kHotPerShard; ++i) FoldHot(shard_entries[i], sh, codec, now);
 }
-// Under the lock, the fold of `key`'s entry if it holds that key.
-inline void FoldHotKey(HotEntry* shard_entries, Shard& sh, uint64_t key, const ExpiryCodec& codec,
-                       int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+// Under the lock, the fold of `key`'s entry if it holds that key live. Inline, and the word
+// first: under the lock a dead word stays dead (only the locked path makes one live; a lock-free
+// compare-and-swap lands only on a live word), so most locked accesses stop at one load.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void FoldHotKey(HotEntry* shard_entries, Shard& sh,
+                                                    uint64_t key, const ExpiryCodec& codec,
+                                                    int64_t now)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
   HotEntry& e = HotEntryOf(shard_entries, key);
-  if (e.meta.load(std::memory_order_relaxed) != 0 && e.key.load(std::memory_order_relaxed) == key) {
+  if ((e.word.load(std::memory_order_relaxed) & hot::kLive) != 0 &&
+      e.key.load(std::memory_order_relaxed) == key) {
     FoldHot(e, sh, codec, now);
   }
 }
@@ -311,18 +331,11 @@ inline int64_t PairExpiry(const TwoWordState& s, const Limit& limit) {
 // only calls whose clock is not behind the stored time on a state in the exact form (both as
 // TokenBucket's own fast path), where the locked path runs the same TokenBucketExact and the
 // expiry it writes is PairExpiry of the state it leaves.
-inline bool HotCheckPair(HotEntry& e, uint64_t key, const ExpiryCodec& codec, const Limit& limit,
+inline bool HotCheckPair(HotEntry& e, uint64_t w, const ExpiryCodec& codec, const Limit& limit,
                          int64_t now, int64_t cost, bool consume, LimitResult* r) {
-  uint64_t w = e.word.load(std::memory_order_acquire);
-  if ((w & hot::kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return false;
-  const uint64_t m = e.meta.load(std::memory_order_acquire);
+  uint64_t m;
+  if (!hot::BoundTo(e, w, limit, /*pair=*/true, &m)) return false;
   const uint32_t gen = hot::GenOfMeta(m);
-  // Acquire (free on x86-64): the limit read must stay between the two readings of `word`.
-  if (hot::GenOfWord(w) != gen || hot::KOfMeta(m) != hot::kPairK ||
-      e.limit.load(std::memory_order_acquire) != limit.limit ||
-      e.capacity.load(std::memory_order_acquire) != limit.capacity()) {
-    return false;
-  }
   uint64_t t = e.tokens.load(std::memory_order_acquire);
   for (int tries = 0; tries < 64; ++tries) {
     const TwoWordState old{codec.FromRel(hot::RelOfPair(w)), static_cast<int64_t>(t)};
@@ -412,12 +425,19 @@ inline void BindPair(HotEntry* shard_entries, const Shard& sh, uint64_t key, int
 inline bool HotAlgorithm(Algorithm a) {
   return a == Algorithm::kGcra || a == Algorithm::kTokenBucket;
 }
+// `w`: LiveWordFor's non-zero reading of the entry.
+inline bool HotCheckLive(HotEntry& e, uint64_t w, const ExpiryCodec& codec, const Limit& limit,
+                         int64_t now, int64_t cost, bool consume, LimitResult* r) {
+  if (limit.algorithm == Algorithm::kTokenBucket) {
+    return HotCheckPair(e, w, codec, limit, now, cost, consume, r);
+  }
+  return HotCheckGcra(e, w, codec, limit, now, cost, consume, r);
+}
+// The same, of state `key`: false when its entry does not hold it live.
 inline bool HotCheck(HotEntry& e, uint64_t key, const ExpiryCodec& codec, const Limit& limit,
                      int64_t now, int64_t cost, bool consume, LimitResult* r) {
-  if (limit.algorithm == Algorithm::kTokenBucket) {
-    return HotCheckPair(e, key, codec, limit, now, cost, consume, r);
-  }
-  return HotCheckGcra(e, key, codec, limit, now, cost, consume, r);
+  const uint64_t w = hot::LiveWordFor(e, key);
+  return w != 0 && HotCheckLive(e, w, codec, limit, now, cost, consume, r);
 }
 
 }  // namespace rl::internal
