@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "algorithms.h"
@@ -20,20 +21,26 @@ namespace rl::internal {
 // True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
 // case) pays neither for building an absl::Status nor for a call per limit. A test compares the
 // two over random limits.
+// One limit's part of CheckValid.
+inline bool RateLimitValid(const Limit& l) {
+  // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. Only a rate is
+  // checked (a check takes no lease); an algorithm value with no row has no traits.
+  const uint8_t traits = TraitsOf(l.algorithm);
+  return (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
+         (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
+         (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
+         (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
+         ((traits & kRate) != 0) & ((l.burst == 0) | ((traits & kBurst) != 0));
+}
 inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
   const size_t n = limits.size();
+  // One limit, the common check: no loops (and no pair to compare).
+  if (ABSL_PREDICT_TRUE(n == 1)) return (cost >= 0) & RateLimitValid(limits[0]);
   if (n - 1 >= kMaxLimitsPerCheck || cost < 0) return false;  // n == 0 wraps around
   bool ok = true;
   for (size_t i = 0; i < n; ++i) {
     const Limit& l = limits[i];
-    // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. Only a rate is
-    // checked (a check takes no lease); an algorithm value with no row has no traits.
-    const uint8_t traits = TraitsOf(l.algorithm);
-    ok &= (static_cast<uint64_t>(l.limit) - 1 < static_cast<uint64_t>(kMaxLimit)) &
-          (static_cast<uint64_t>(l.window_ms) - 1 < static_cast<uint64_t>(kMaxWindowMs)) &
-          (static_cast<uint64_t>(l.burst) <= static_cast<uint64_t>(kMaxLimit)) &
-          (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
-          ((traits & kRate) != 0) & ((l.burst == 0) | ((traits & kBurst) != 0));
+    ok &= RateLimitValid(l);
     for (size_t j = 0; j < i; ++j) {
       ok &= !(limits[j].algorithm == l.algorithm && limits[j].window_ms == l.window_ms);
     }
