@@ -4,12 +4,15 @@
 // enough that nearly every check is allowed and writes its state back, the contended case.
 // A fourth argument picks the limit and path: `tb` (the default; an existing hot key takes the
 // lock-free path), `gcra` a GCRA limit (the same), and `tb-locked` / `gcra-locked` the same with
-// LimiterOptions::hot_keys off (every check under the shard lock). Prints the checks per
+// LimiterOptions::hot_keys off (every check under the shard lock). A mode with `denied` in it
+// (`tb-denied`, `tb-denied-locked`, `gcra-denied`...) checks a limit of 1 per hour instead, used
+// up by the setup, so every timed check is denied and writes nothing: a service-wide limit over
+// its rate, the usual state of a hot key at millions of checks a second. Prints the checks per
 // second of the timed part (the threads' checks, after the keys exist) and the process's CPU time
 // (user + system) per check over it, which a busy machine's time slicing does not inflate as it
 // does the wall time; the checks run in
 // RunChecks, which callgrind can count (hotkey.sh).
-// Usage: check_threads [threads] [keys] [checks per thread] [tb|tb-locked|gcra|gcra-locked]
+// Usage: check_threads [threads] [keys] [checks per thread] [tb|gcra][-denied][-locked]
 #include <sys/resource.h>
 
 #include <atomic>
@@ -40,9 +43,10 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 4 ? argv[4] : "tb";
   const bool locked = mode.size() > 7 && mode.compare(mode.size() - 7, 7, "-locked") == 0;
   rl::Limiter limiter(rl::LimiterOptions{.sweep_interval_ms = 0, .hot_keys = !locked});
+  const bool denied = mode.find("denied") != std::string::npos;
   const rl::Limit limit{
-      mode.rfind("tb", 0) == 0 ? rl::Algorithm::kTokenBucket : rl::Algorithm::kGcra, 1'000'000'000,
-      1000};
+      mode.rfind("tb", 0) == 0 ? rl::Algorithm::kTokenBucket : rl::Algorithm::kGcra,
+      denied ? 1 : 1'000'000'000, denied ? 3'600'000 : 1000};
   std::vector<std::vector<std::string>> keys(threads);
   for (size_t t = 0; t < threads; ++t) {
     // One shared key, or each thread its own set (as core_bench's distinct-key rows).

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One hot key, 1 and 2 threads, side by side in one run: check_threads on a token-bucket limit
 # with the lock-free path of hot keys (tb), the same with it off (tb-locked: every check takes the
-# shard lock), and the same two for GCRA (gcra, gcra-locked), the runs alternating so all share
+# shard lock), and the same two for GCRA (gcra, gcra-locked): every check allowed, so every check
+# writes. Then the same token bucket over its limit (tb-denied, tb-denied-locked: 1 per hour, used
+# up before the timed part, so every check is denied and writes nothing, as a service-wide limit
+# hit by millions of checks a second mostly is). The runs alternate so all share
 # the machine's load. Prints the median checks per second of each over the repetitions and the
 # 2-thread / 1-thread ratio, and the median CPU ns per check (user + system of the process: what
 # contention adds, less blurred by the load than wall time); then, per mode, the futex system
@@ -13,7 +16,7 @@ set -euo pipefail
 bin=${1:-build/bench/core/check_threads}
 reps=${2:-5}
 checks=${3:-1000000}
-modes=(tb tb-locked gcra gcra-locked)
+modes=(tb tb-locked gcra gcra-locked tb-denied tb-denied-locked)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 uptime
