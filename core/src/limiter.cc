@@ -25,9 +25,9 @@
 namespace rl {
 
 template <Limiter::Impl::Op kOp>
-absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
-                                            absl::Span<const Limit> limits, int64_t cost,
-                                            uint64_t nonce, bool* leased) {
+absl::StatusOr<Decision> Limiter::Impl::RunInline(std::string_view scope, std::string_view key,
+                                                  absl::Span<const Limit> limits, int64_t cost,
+                                                  uint64_t nonce, bool* leased) {
   // One result object, returned by name so the large Decision is built in place.
   absl::StatusOr<Decision> out(absl::in_place, kUnfilledResults);
   if (ABSL_PREDICT_FALSE(kOp == Op::kAcquire || !internal::CheckValid(limits, cost))) {
@@ -63,6 +63,13 @@ absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_
   return out;
 }
 
+template <Limiter::Impl::Op kOp>
+absl::StatusOr<Decision> Limiter::Impl::Run(std::string_view scope, std::string_view key,
+                                            absl::Span<const Limit> limits, int64_t cost,
+                                            uint64_t nonce, bool* leased) {
+  return RunInline<kOp>(scope, key, limits, cost, nonce, leased);
+}
+
 // ---- Limiter: forwards to Impl ----
 
 Limiter::Limiter(LimiterOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -70,7 +77,7 @@ Limiter::~Limiter() = default;
 
 absl::StatusOr<Decision> Limiter::Check(std::string_view scope, std::string_view key,
                                         absl::Span<const Limit> limits, int64_t cost) {
-  return impl_->Run<Impl::Op::kCheck>(scope, key, limits, cost);
+  return impl_->RunInline<Impl::Op::kCheck>(scope, key, limits, cost, 0, nullptr);
 }
 
 void Limiter::CarryOver(const Policy& policy, std::string_view key) {

@@ -33,6 +33,12 @@ class Limiter::Impl {
   absl::StatusOr<Decision> Run(std::string_view scope, std::string_view key,
                                absl::Span<const Limit> limits, int64_t cost, uint64_t nonce = 0,
                                bool* leased = nullptr);
+  // Run's body, inline: Limiter::Check of inline limits (every RL.CHECK of rl-server's and most
+  // in-process checks) has it in place instead of forwarding its arguments to Run.
+  template <Op kOp>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::StatusOr<Decision> RunInline(
+      std::string_view scope, std::string_view key, absl::Span<const Limit> limits, int64_t cost,
+      uint64_t nonce, bool* leased);
   // A refund or charge (limiter_ops.cc). A charge with `max_wait_ms` >= 0 applies only when a
   // check of `amount` would pass within that wait (internal::WithinWait), decided under the same
   // locks; it then answers as an admission (internal::AdmitCharged), else as that check denied.
