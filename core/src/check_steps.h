@@ -410,11 +410,16 @@ class Limiter::Impl::Store {
   }
 
  private:
-  // Inline up to the test most calls stop at: the entry is live for another key (a live entry of
-  // this key was folded when its slot was found).
+  // Inline up to BindHot's and BindPair's first tests, where most calls stop: the entry is live
+  // for another key, or not this key's and this key only becomes its candidate.
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Bind(const Q& q, int64_t rel, int64_t word) {
-    const internal::HotEntry& e = internal::HotEntryOf(impl_.HotOf(q.at.shard), q.at.key);
+    internal::HotEntry& e = internal::HotEntryOf(impl_.HotOf(q.at.shard), q.at.key);
     if ((e.word.load(std::memory_order_relaxed) & internal::hot::kLive) != 0) return;
+    if (e.candidate != q.at.key && (e.meta.load(std::memory_order_relaxed) == 0 ||
+                                    e.key.load(std::memory_order_relaxed) != q.at.key)) {
+      e.candidate = q.at.key;
+      return;
+    }
     BindDead(q, rel, word);
   }
   ABSL_ATTRIBUTE_NOINLINE void BindDead(const Q& q, int64_t rel, int64_t word) {
