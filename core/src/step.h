@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -113,7 +114,7 @@ inline void MarkLeases(absl::Span<const Limit> limits, Decision& d) {
 // Fills the decision's summary from d.limits[0..n): when denied, the binding limit is the
 // denying one with the longest wait (never wins); when allowed, the one with the least remaining,
 // and the wait is the slowest shaping (leaky bucket) delay.
-inline void MakeDecision(size_t n, Decision& d) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void MakeDecision(size_t n, Decision& d) {
   d.count = static_cast<uint8_t>(n);
   bool allowed = true;
   int64_t max_delay = 0;
