@@ -33,7 +33,7 @@ class Limiter::Impl {
   absl::StatusOr<Decision> Run(std::string_view scope, std::string_view key,
                                absl::Span<const Limit> limits, int64_t cost, uint64_t nonce = 0,
                                bool* leased = nullptr);
-  // Run's body, inline: Limiter::Check of inline limits (every RL.CHECK of rl-server's and most
+  // Run's body, inline: Limiter::Check of inline limits (rl-server's inline RL.CHECK, and most
   // in-process checks) has it in place instead of forwarding its arguments to Run.
   template <Op kOp>
   ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::StatusOr<Decision> RunInline(

@@ -49,7 +49,7 @@ char* PutLine(char* p, char prefix, int64_t v) {
     std::memcpy(p + 3, &kDigitPairs[2 * (u % 100)], 2);
     end = p + 5;
   } else if (u < 1000000) {
-    // Five or six digits: a reset of a window of a minute or more (60000 ms), every check's.
+    // Five or six digits: the retry or reset of a window of a minute or more (60000 ms).
     const uint64_t hi = u / 10000, lo = u % 10000;
     if (hi < 10) {
       p[1] = static_cast<char>('0' + hi);
