@@ -305,7 +305,7 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
 StateKey::~StateKey() {
   if (stored_) {
     // A change without Commit (an error after Check pruned) may still have moved the block.
-    Sync({}, {});
+    if (!synced_) Sync({}, {});
     if (!IsPacked(value_)) {
       state_.ReleaseBlock();  // the key owns it
     } else if (KeepsBlock(state_.block())) {
@@ -328,6 +328,7 @@ void StateKey::Sync(std::string_view scope, absl::Span<const Limit> limits) {
   // A key opened for reading is never changed (nor repacked: Redis would refuse the new value).
   if (!writable_) return;
   void* value = ValueFor(scope, limits);
+  synced_ = true;
   if (value == value_) return;
   // A block needs no freeing (the state kept, moved or freed it), an inline word holds nothing,
   // a box is freed unless the new value reuses it.
@@ -369,6 +370,7 @@ bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Li
     }
     stored_ = true;
     value_ = value;
+    synced_ = true;
   } else {
     Sync(scope, limits);
   }

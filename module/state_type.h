@@ -41,8 +41,12 @@ class StateKey {
 
   // FailedPrecondition("WRONGTYPE ...") when the key holds another type.
   const absl::Status& status() const { return status_; }
-  // The key's state; an empty one (not yet stored) when the key does not exist.
-  KeyState& state() { return state_; }
+  // The key's state; an empty one (not yet stored) when the key does not exist. Taking it to
+  // change it means the key's value must follow it again.
+  KeyState& state() {
+    synced_ = false;
+    return state_;
+  }
   const KeyState& state() const { return state_; }
   // True when the Redis key exists and holds this type (false: a new key, stored by Commit).
   bool stored() const { return stored_; }
@@ -83,6 +87,7 @@ class StateKey {
   absl::Status status_;
   bool writable_;
   bool stored_ = false;          // the key holds our type; its value is `value_`
+  bool synced_ = true;           // `value_` holds the state as it is (nothing took state() since)
   const void* value_ = nullptr;  // the key's value: a block, a packed word or the empty marker
   // Adopts the stored block (never frees it), or a fresh state, or (a packed value) a block of
   // its own holding the unpacked state.
