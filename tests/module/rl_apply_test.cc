@@ -417,8 +417,12 @@ TEST(RlApplyTest, PutFormsAreValidated) {
     }
     return f + std::string(2, '\0') + body;  // no small form's numbers
   };
+  // A small form's number beyond int64 (a ten-byte varint of 2^63) in place of the capacity.
+  std::string big = form(1, now, e.expiry_ms, state);
+  big.replace(17, 1, std::string(9, '\x80') + '\x01');
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"", "empty"},
+      {big, "short"},
       {form(3, now, e.expiry_ms, state), "RL.PUT form 3 is unknown"},
       {form(1, now, e.expiry_ms, state).substr(0, 12), "short"},
       {form(1, -1, e.expiry_ms, state), "invalid time"},
