@@ -74,7 +74,15 @@ int64_t BitLength(int64_t v) { return 64 - __builtin_clzll(static_cast<uint64_t>
 // hold, or a full table).
 int Intern(uint64_t scope_id, const Limit& limit) {
   const LimitKey key{scope_id, limit.window_ms, limit.capacity(), limit.limit};
-  if (auto it = g_by_limit.find(key); it != g_by_limit.end()) return it->second;
+  // The last limit found: a replica's RL.PUT names its numbers on every write, mostly the same.
+  // (Entries are never removed, so the index stays the limit's.)
+  static LimitKey last{};
+  static int last_index = -1;
+  if (last_index >= 0 && key == last) return last_index;
+  if (auto it = g_by_limit.find(key); it != g_by_limit.end()) {
+    last = key;
+    return last_index = it->second;
+  }
   // The bucket's exact form (units need no shift): capacity * window < 2^56.
   if (limit.limit <= 0 || limit.window_ms <= 0 || limit.capacity() <= 0 ||
       BitLength(limit.capacity()) + BitLength(limit.window_ms) > 56 ||

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "apply.h"
+#include "propagation.h"
 #include "put.h"
-#include "state_type.h"
 
 namespace rl::module {
 namespace {
@@ -42,28 +42,31 @@ int NoPermission(RedisModuleCtx* ctx, const char* command) {
 }  // namespace
 
 // A master's stream and the AOF are trusted; a client needs RESTORE's permission on the key.
-bool Permitted(RedisModuleCtx* ctx, RedisModuleString* key) {
-  const int flags = RedisModule_GetContextFlags(ctx);
-  const bool trusted = flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING);
-  return trusted || MayRestore(ctx, key);
+// `ctx_flags`: RedisModule_GetContextFlags(ctx), read once per command and passed on.
+bool Permitted(RedisModuleCtx* ctx, int ctx_flags, RedisModuleString* key) {
+  return FromUpstream(ctx_flags) || MayRestore(ctx, key);
 }
 
 int GuardedSetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
-  if (!Permitted(ctx, argv[1])) return NoPermission(ctx, "rl.setstate");
-  return SetStateCommand(ctx, argv, argc);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  if (!Permitted(ctx, flags, argv[1])) return NoPermission(ctx, "rl.setstate");
+  return SetStateCommand(ctx, argv, argc, flags);
 }
 
 int GuardedApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 2) return RedisModule_WrongArity(ctx);
-  if (!Permitted(ctx, argv[1])) return NoPermission(ctx, "rl.apply");
+  if (!Permitted(ctx, RedisModule_GetContextFlags(ctx), argv[1])) {
+    return NoPermission(ctx, "rl.apply");
+  }
   return ApplyCommand(ctx, argv, argc);
 }
 
 int GuardedPutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
-  if (!Permitted(ctx, argv[1])) return NoPermission(ctx, "rl.put");
-  return PutCommand(ctx, argv, argc);
+  const int flags = RedisModule_GetContextFlags(ctx);
+  if (!Permitted(ctx, flags, argv[1])) return NoPermission(ctx, "rl.put");
+  return PutCommand(ctx, argv, argc, flags);
 }
 
 }  // namespace rl::module

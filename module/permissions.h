@@ -11,7 +11,7 @@
 
 namespace rl::module {
 
-// The RL.SETSTATE handler: the permission check, then SetStateCommand (state_type.h).
+// The RL.SETSTATE handler: the permission check, then SetStateCommand (put.h).
 int GuardedSetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 // The RL.APPLY handler: the same check, then ApplyCommand (apply.h).
 int GuardedApplyCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);

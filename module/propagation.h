@@ -31,4 +31,11 @@ bool MustPropagate(int ctx_flags);
 // For INFO rl: 1 while writes are replicated because something downstream may need them.
 bool DownstreamActive();
 
+// Whether the command replays what came from upstream (the replication link, or an AOF being
+// loaded), given its RedisModule_GetContextFlags: such a write is applied as sent, is not held
+// to a client's rules (permissions, this node's clock ending a state), and was already decided.
+inline bool FromUpstream(int ctx_flags) {
+  return (ctx_flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0;
+}
+
 }  // namespace rl::module

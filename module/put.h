@@ -36,11 +36,14 @@
 //
 // the fields of rl::SingleState (key_state_single.h). A 40-byte key's token bucket replicates
 // 94 B per check (form 1: 133 B), and the form, ~25 B, fits in one allocation with its Redis
-// object (<= 44 B). The replica rebuilds the one-state block from the fields, refuses one that
-// does not read back as sent (an unknown or non-two-word algorithm, a window out of range), and
-// stores its encoding as for form 1 (same validation, same LoadShiftMs). Every other small state
-// keeps form 1, which every rl.so that knows RL.PUT reads; a replica must be upgraded before its
-// primary, or it answers form 2 with the error above.
+// object (<= 44 B). The replica refuses fields that a one-state block does not read back as
+// sent (an unknown or non-two-word algorithm, a window out of range) and stores the fields
+// themselves (in the key's small form, or a one-state block), replacing the value of a key it
+// holds in place: a replica applies one RL.PUT per check on the primary, on whichever core it
+// shares. Only a form whose writer's clock was ahead (LoadShiftMs) goes through the encoding, as
+// form 1 does, to have its times moved. Every other small state keeps form 1, which every rl.so
+// that knows RL.PUT reads; a replica must be upgraded before its primary, or it answers form 2
+// with the error above.
 //
 // A state larger than kMaxPutBytes (many limits, a long SLIDING_LOG, many leases) keeps
 // replicating RL.APPLY; a window carried over (Effect::whole) replicates RL.PUT whatever its
@@ -68,8 +71,13 @@ inline bool FitsPut(const KeyState& state) { return state.MemoryBytes() <= kMaxP
 void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
                   const KeyState& state, int64_t expiry_ms, const void* value);
 
-// RL.PUT's handler, after the permission check (permissions.h) that RegisterPut puts in front.
-int PutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+// RL.PUT's handler, after the permission check (permissions.h) that RegisterPut puts in front;
+// `ctx_flags`: RedisModule_GetContextFlags(ctx).
+int PutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, int ctx_flags);
+
+// RL.SETSTATE key encoded-state [writer-ms]: a whole state, as AOF rewrites without an RDB
+// preamble and older versions write it; after the same check.
+int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, int ctx_flags);
 
 // Registers RL.PUT. Call once from OnLoad.
 bool RegisterPut(RedisModuleCtx* ctx);

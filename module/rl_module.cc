@@ -283,11 +283,7 @@ int Throttle(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 // as RL.POLICYSET and sent to every node of a cluster. What an earlier version's primary streams
 // or its AOF replays is RL.POLICY SET/DEL as sent: applied as it was then, the version kept, and
 // a window without a unit keeps the meaning it had there (milliseconds). This version refuses
-// such text from clients.
-bool FromUpstream(int ctx_flags) {
-  return (ctx_flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0;
-}
-
+// such text from clients (FromUpstream: propagation.h).
 int PolicySet(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const int flags = RedisModule_GetContextFlags(ctx);
   const bool upstream = FromUpstream(flags);

@@ -10,6 +10,7 @@
 #include "compact_value.h"
 #include "glue.h"
 #include "policies.h"
+#include "propagation.h"
 #include "put.h"
 #include "rl/key_state_single.h"
 
@@ -40,18 +41,10 @@ void* BlockOf(const void* value) {
   return value == &g_empty_marker || IsPacked(value) ? nullptr : const_cast<void*>(value);
 }
 
-// `capacity` and `rate`, when not 0, are the numbers the writer packed the state under (put.h).
-void* ToValue(KeyState&& state, int64_t capacity = 0, int64_t rate = 0) {
-  SingleState single;
-  if (GetSingleState(state, &single)) {
-    void* packed = capacity > 0 ? PackAs(single, capacity, rate) : nullptr;
-    if (packed != nullptr || (packed = Pack(single)) != nullptr) {
-      KeyState gone = std::move(state);  // frees the block
-      return packed;
-    }
-  }
-  void* block = state.ReleaseBlock();
-  return block != nullptr ? block : &g_empty_marker;
+// `s` in a small form, or null.
+void* Packed(const SingleState& s, int64_t capacity, int64_t rate) {
+  void* packed = capacity > 0 ? PackAs(s, capacity, rate) : nullptr;
+  return packed != nullptr ? packed : Pack(s);
 }
 
 // A stored value seen as a KeyState for the duration of a call: never freed here (a packed
@@ -126,7 +119,7 @@ void* RdbLoad(RedisModuleIO* rdb, int encver) {
     ++g_rejected_loads;
     return nullptr;
   }
-  return ToValue(*std::move(state));
+  return ValueOf(*std::move(state));
 }
 
 void RdbSave(RedisModuleIO* rdb, void* value) {
@@ -155,7 +148,7 @@ void Digest(RedisModuleDigest* digest, void* value) {
 
 void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   absl::StatusOr<KeyState> copy = KeyState::Decode(Encoded(value));
-  return copy.ok() ? ToValue(*std::move(copy)) : nullptr;
+  return copy.ok() ? ValueOf(*std::move(copy)) : nullptr;
 }
 
 size_t FreeEffort(RedisModuleString*, const void* value) { return Borrowed(value)->size(); }
@@ -204,19 +197,47 @@ int64_t TtlMs(int64_t expiry_ms, int64_t now_ms) {
   return expiry_ms - now_ms > kMaxTtlMs ? kMaxTtlMs : expiry_ms - now_ms;
 }
 
-// Replays from upstream: the replication link or an AOF being loaded.
-bool FromUpstream(int ctx_flags) {
-  return (ctx_flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) != 0;
+}  // namespace
+
+void* ValueOf(KeyState&& state, int64_t capacity, int64_t rate) {
+  SingleState single;
+  if (GetSingleState(state, &single)) {
+    if (void* packed = Packed(single, capacity, rate)) {
+      KeyState gone = std::move(state);  // frees the block
+      return packed;
+    }
+  }
+  void* block = state.ReleaseBlock();
+  return block != nullptr ? block : &g_empty_marker;
 }
 
-// A replayed state's TTL on this node: a state kept from upstream although this node's clock
-// says it has ended lives a millisecond (Redis expires nothing while loading, and a replica
-// never expires the master's keys on its own: the master's DEL ends it).
+void* ValueOf(const SingleState& s, int64_t capacity, int64_t rate) {
+  if (void* packed = Packed(s, capacity, rate)) return packed;
+  void* block = RedisModule_Alloc(kSingleBlockBytes);  // the state allocator's (OnLoad)
+  WriteSingleBlock(block, s);
+  return block;
+}
+
+bool HoldsOtherType(RedisModuleKey* key) {
+  const int type = RedisModule_KeyType(key);
+  return type != REDISMODULE_KEYTYPE_EMPTY &&
+         (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != g_type);
+}
+
+void PutValue(RedisModuleKey* key, void* value) {
+  // In place: Redis frees the old value (FreeState) and keeps the key, its dict entry and its
+  // expiry entry. Setting a value deletes the key and adds it again, each a lookup of the name.
+  if (RedisModule_ModuleTypeReplaceValue(key, g_type, value, nullptr) != REDISMODULE_OK) {
+    RedisModule_ModuleTypeSetValue(key, g_type, value);
+  }
+}
+
+// A state kept from upstream although this node's clock says it has ended lives a millisecond
+// (Redis expires nothing while loading, and a replica never expires the master's keys on its
+// own: the master's DEL ends it).
 int64_t ReplayTtlMs(int64_t expiry_ms, int64_t now_ms) {
   return expiry_ms > now_ms ? TtlMs(expiry_ms, now_ms) : 1;
 }
-
-}  // namespace
 
 // How far to move the times of a value written at `written_ms` on its writer's clock. A clock
 // that was ahead of ours (an RDB saved before this node's clock was set back, a VM restored from
@@ -231,8 +252,12 @@ int64_t ReplayTtlMs(int64_t expiry_ms, int64_t now_ms) {
 // value from a writer less than kSkewMs ahead: nodes kept in sync by NTP differ by milliseconds,
 // and MIGRATE (resharding) should carry a state unchanged, as it does a string.
 int64_t LoadShiftMs(int64_t written_ms) {
+  return LoadShiftMs(written_ms, RedisModule_GetContextFlags(nullptr));
+}
+
+int64_t LoadShiftMs(int64_t written_ms, int ctx_flags) {
   constexpr int64_t kSkewMs = 1000;
-  if ((RedisModule_GetContextFlags(nullptr) & REDISMODULE_CTX_FLAGS_SLAVE) != 0) return 0;
+  if ((ctx_flags & REDISMODULE_CTX_FLAGS_SLAVE) != 0) return 0;
   const int64_t now = Clock().NowMs();
   if (written_ms <= now + kSkewMs) return 0;
   // Beyond the longest window every state is fresh anyway; the bound keeps the shift finite.
@@ -280,7 +305,7 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
 StateKey::~StateKey() {
   if (stored_) {
     // A change without Commit (an error after Check pruned) may still have moved the block.
-    Sync({}, {});
+    if (!synced_) Sync({}, {});
     if (!IsPacked(value_)) {
       state_.ReleaseBlock();  // the key owns it
     } else if (KeepsBlock(state_.block())) {
@@ -303,6 +328,7 @@ void StateKey::Sync(std::string_view scope, absl::Span<const Limit> limits) {
   // A key opened for reading is never changed (nor repacked: Redis would refuse the new value).
   if (!writable_) return;
   void* value = ValueFor(scope, limits);
+  synced_ = true;
   if (value == value_) return;
   // A block needs no freeing (the state kept, moved or freed it), an inline word holds nothing,
   // a box is freed unless the new value reuses it.
@@ -344,6 +370,7 @@ bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Li
     }
     stored_ = true;
     value_ = value;
+    synced_ = true;
   } else {
     Sync(scope, limits);
   }
@@ -385,50 +412,6 @@ void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags, const Effect& ef
   if (Store(ReplayTtlMs(expiry_ms, now_ms), effect.scope, effect.limits)) {
     RedisModule_ReplicateVerbatim(ctx_);
   }
-}
-
-int StoreWholeState(RedisModuleCtx* ctx, RedisModuleString* name, const WholeState& w) {
-  const int64_t shift_ms = w.written_ms ? LoadShiftMs(*w.written_ms) : 0;
-  absl::StatusOr<KeyState> decoded = KeyState::Decode(w.bytes, shift_ms);
-  if (!decoded.ok()) {
-    const std::string msg = "ERR " + std::string(decoded.status().message());
-    return RedisModule_ReplyWithError(ctx, msg.c_str());
-  }
-  // The expiry sent beside the state is the state's own: anything else is a damaged form.
-  if (w.expiry_ms && (decoded->empty() || decoded->ExpiryMs() - shift_ms != *w.expiry_ms)) {
-    return RedisModule_ReplyWithError(ctx, "ERR the state's expiry is not the one sent");
-  }
-  RedisModuleKey* key = static_cast<RedisModuleKey*>(
-      RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE));
-  const int type = RedisModule_KeyType(key);
-  if (type != REDISMODULE_KEYTYPE_EMPTY &&
-      (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != g_type)) {
-    RedisModule_CloseKey(key);
-    return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-  }
-  const int64_t now = Clock().NowMs();
-  const bool upstream = FromUpstream(RedisModule_GetContextFlags(ctx));
-  bool dropped = false;
-  if (decoded->empty() || (!upstream && decoded->ExpiryMs() <= now)) {
-    // Nothing left that is not fresh: the key is gone, and replicas are told so (from upstream
-    // they would keep the state, see CommitReplayed).
-    if (type != REDISMODULE_KEYTYPE_EMPTY) RedisModule_DeleteKey(key);
-    dropped = true;
-  } else {
-    const int64_t expiry = decoded->ExpiryMs();
-    // Replicas (which keep the times they are sent) get the state as moved here.
-    if (shift_ms != 0) ReplicatePut(ctx, name, now, *decoded, expiry, nullptr);
-    RedisModule_ModuleTypeSetValue(key, g_type, ToValue(*std::move(decoded), w.capacity, w.rate));
-    RedisModule_SetExpire(key, ReplayTtlMs(expiry, now));
-  }
-  RedisModule_CloseKey(key);
-  RedisModule_SignalModifiedKey(ctx, name);
-  if (dropped) {
-    RedisModule_Replicate(ctx, "DEL", "s", name);
-  } else if (shift_ms == 0) {
-    RedisModule_ReplicateVerbatim(ctx);
-  }
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 
 }  // namespace rl::module

@@ -15,13 +15,13 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "apply.h"
 #include "redis_module_api.h"
 #include "rl/key_state.h"
+#include "rl/key_state_single.h"
 
 namespace rl::module {
 
@@ -41,8 +41,12 @@ class StateKey {
 
   // FailedPrecondition("WRONGTYPE ...") when the key holds another type.
   const absl::Status& status() const { return status_; }
-  // The key's state; an empty one (not yet stored) when the key does not exist.
-  KeyState& state() { return state_; }
+  // The key's state; an empty one (not yet stored) when the key does not exist. Taking it to
+  // change it means the key's value must follow it again.
+  KeyState& state() {
+    synced_ = false;
+    return state_;
+  }
   const KeyState& state() const { return state_; }
   // True when the Redis key exists and holds this type (false: a new key, stored by Commit).
   bool stored() const { return stored_; }
@@ -83,37 +87,37 @@ class StateKey {
   absl::Status status_;
   bool writable_;
   bool stored_ = false;          // the key holds our type; its value is `value_`
+  bool synced_ = true;           // `value_` holds the state as it is (nothing took state() since)
   const void* value_ = nullptr;  // the key's value: a block, a packed word or the empty marker
   // Adopts the stored block (never frees it), or a fresh state, or (a packed value) a block of
   // its own holding the unpacked state.
   KeyState state_;
 };
 
-// RL.SETSTATE key encoded-state [writer-ms]: a whole state, as AOF rewrites without an RDB
-// preamble and older versions write it (StoreWholeState). In put.cc, beside RL.PUT.
-int SetStateCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
-
-// A whole state as RL.SETSTATE and RL.PUT (put.h) carry it.
-struct WholeState {
-  std::string_view bytes;             // KeyState::Encode's
-  std::optional<int64_t> written_ms;  // the writer's node clock, when sent
-  std::optional<int64_t> expiry_ms;   // the state's expiry as the writer had it, when sent
-  int64_t capacity = 0, rate = 0;     // the numbers the writer packed it under (0: none)
-};
-
-// Validates `w` (a hostile encoding, or one whose expiry is not the one sent, is refused, never
-// a crash), stores it under `name` (in a small form when it has one: compact_value.h) with its
-// expiry (from upstream, as CommitReplayed keeps
-// keys), replies OK and replicates itself (DEL when the key goes). On a node that is not a
-// replica, a writer more than a second ahead has the state's times moved back by the difference
-// (as an RDB load or RESTORE does: see LoadShiftMs), and the moved state replicates as RL.PUT.
-int StoreWholeState(RedisModuleCtx* ctx, RedisModuleString* name, const WholeState& w);
+// For the whole-state writers (RL.PUT, RL.SETSTATE: put.h), which store a state as sent rather
+// than through a StateKey.
+//
+// The value of a key holding `state` (which it takes), in a small form when it has one
+// (compact_value.h): `capacity` and `rate`, when not 0, are the numbers the writer packed it
+// under.
+void* ValueOf(KeyState&& state, int64_t capacity = 0, int64_t rate = 0);
+// The same for a state of exactly one two-word state, with no KeyState built for it.
+void* ValueOf(const SingleState& s, int64_t capacity, int64_t rate);
+// Whether the opened `key` exists and holds anything but this type.
+bool HoldsOtherType(RedisModuleKey* key);
+// Makes `value` the value of the opened `key` (empty, or of this type): an existing key keeps
+// its entry and expiry, and its old value is freed.
+void PutValue(RedisModuleKey* key, void* value);
+// The TTL on this node of a state from upstream fresh at `expiry_ms`: see CommitReplayed.
+int64_t ReplayTtlMs(int64_t expiry_ms, int64_t now_ms);
 
 // How far a load moves the times of a state its writer wrote at `written_ms` (its node clock):
 // back by how far that was ahead of this node's clock, when more than a second, so no wait grows
 // by the clocks' difference; 0 on a replica (it keeps its primary's times) or for a writer not
-// ahead. Every load path applies it: RDB, RESTORE, RL.SETSTATE (the AOF).
+// ahead. Every load path applies it: RDB, RESTORE, RL.SETSTATE (the AOF). With `ctx_flags`
+// (RedisModule_GetContextFlags of the command) when the caller has them.
 int64_t LoadShiftMs(int64_t written_ms);
+int64_t LoadShiftMs(int64_t written_ms, int ctx_flags);
 
 // Count of values that failed to load (corrupt RDB or RESTORE payload), for INFO.
 uint64_t RejectedLoads();

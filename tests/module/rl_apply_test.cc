@@ -417,8 +417,12 @@ TEST(RlApplyTest, PutFormsAreValidated) {
     }
     return f + std::string(2, '\0') + body;  // no small form's numbers
   };
+  // A small form's number beyond int64 (a ten-byte varint of 2^63) in place of the capacity.
+  std::string big = form(1, now, e.expiry_ms, state);
+  big.replace(17, 1, std::string(9, '\x80') + '\x01');
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"", "empty"},
+      {big, "short"},
       {form(3, now, e.expiry_ms, state), "RL.PUT form 3 is unknown"},
       {form(1, now, e.expiry_ms, state).substr(0, 12), "short"},
       {form(1, -1, e.expiry_ms, state), "invalid time"},
@@ -522,6 +526,26 @@ TEST(RlApplyTest, PutForm2IsValidated) {
   EXPECT_EQ(d.at(0), 1) << Show(peek);
   EXPECT_EQ(d.at(2), 4) << "one of five spent: " << Show(peek);
   EXPECT_GT(server.Call({"PTTL", "k2"}).integer, 700 * 1000);
+  // A key it holds takes the state sent in place, with that state's expiry (shorter ones too).
+  F next = good;
+  next.expiry_off = next.time_off = 2 * 720 * 1000;  // two of five spent
+  ASSERT_EQ(server.Call({"RL.PUT", "k2", form2(next)}).str, "OK");
+  const Reply peek2 = server.Call({"RL.PEEK", "k2", "GCRA", "5", "1h", "COST", "0"});
+  EXPECT_EQ(DecisionOf(peek2).at(2), 3) << Show(peek2);
+  EXPECT_GT(server.Call({"PTTL", "k2"}).integer, 1400 * 1000);
+  ASSERT_EQ(server.Call({"RL.PUT", "k2", ok}).str, "OK");
+  EXPECT_LE(server.Call({"PTTL", "k2"}).integer, 720 * 1000);
+  // A key of another type is refused and left as it was.
+  ASSERT_EQ(server.Call({"SET", "s2", "x"}).str, "OK");
+  EXPECT_NE(server.Call({"RL.PUT", "s2", ok}).str.find("WRONGTYPE"), std::string::npos);
+  EXPECT_EQ(server.Call({"GET", "s2"}).str, "x");
+  // Written by a clock a day ahead (an AOF from there, replayed here): the times move back by the
+  // day, as any load's, so the key waits no longer than its own limit.
+  F ahead = good;
+  ahead.now = static_cast<uint64_t>(now + int64_t{24} * 3600 * 1000);
+  ASSERT_EQ(server.Call({"RL.PUT", "k3", form2(ahead)}).str, "OK");
+  EXPECT_LE(server.Call({"PTTL", "k3"}).integer, 720 * 1000);
+  EXPECT_GT(server.Call({"PTTL", "k3"}).integer, 700 * 1000);
   std::mt19937_64 rng(12);
   for (int i = 0; i < 2000; ++i) {
     std::string h = ok;
