@@ -1,8 +1,9 @@
 // Writes the binary seed corpora of the snapshot fuzz targets: engine snapshots
 // (corpus/snapshot_import) and rl-server snapshot files (corpus/snapshot_file) holding states of
 // keys k0..k3 of scope "s" under every algorithm (the harnesses check those keys), at several
-// ages, shard counts and policy sets. Run after a snapshot format change:
-//   build/fuzz-rl/make_seeds fuzz/corpus
+// ages, shard counts and policy sets. Run after a snapshot format change (the fuzz tree builds it
+// only when asked):
+//   cmake --build build/fuzz-rl --target make_seeds && build/fuzz-rl/make_seeds fuzz/corpus
 #include <cstdio>
 #include <fstream>
 #include <string>

@@ -146,7 +146,7 @@ int64_t AddMs(int64_t t, uint64_t delta) {
   return static_cast<int64_t>(static_cast<uint64_t>(t) + delta);
 }
 
-LogBuf* Allocate(uint32_t cap) {
+LogBuf* AllocateLog(uint32_t cap) {
   void* p = StateAlloc(sizeof(LogBuf) + cap);
   if (p == nullptr) throw std::bad_alloc();  // allocation failure is not a request-path error
   LogBuf* log = static_cast<LogBuf*>(p);
@@ -158,7 +158,7 @@ LogBuf* Allocate(uint32_t cap) {
 
 // A copy of the live runs in a new block of `cap` (>= used) bytes, unwrapped.
 LogBuf* CopyTo(const LogBuf* log, uint32_t cap) {
-  LogBuf* copy = Allocate(cap);
+  LogBuf* copy = AllocateLog(cap);
   copy->first_ms = log->first_ms;
   copy->last_ms = log->last_ms;
   copy->total = log->total;
@@ -281,11 +281,11 @@ LogBuf* LogAppend(LogBuf* log, const Limit& limit, int64_t now_ms, int64_t cost)
   if (log == nullptr || log->empty()) {
     const uint32_t n = RunBytes(0, ucost);
     if (log == nullptr) {
-      log = Allocate(RoundCap(n));
+      log = AllocateLog(RoundCap(n));
     } else if (log->cap >= kShrinkFrom) {
       // An emptied log starts small again (a burst long gone keeps no big ring).
       StateFree(log);
-      log = Allocate(RoundCap(n));
+      log = AllocateLog(RoundCap(n));
     }
     log->Clear();
     log = Reserve(log, n, limit.limit, cost);
