@@ -36,8 +36,8 @@ struct LimitResult {
 };
 
 // Tag for a producer that writes every entry of Decision::limits it counts (the engine's checks
-// and peeks): its decision leaves the entries past `count` unfilled, where zero-filling all of
-// them (432 bytes) cost a one-limit check ~60 instructions.
+// and peeks): its decision leaves the entries past `count` unfilled, since zero-filling all of
+// them (432 bytes) would cost a one-limit check more than the check's own arithmetic.
 struct UnfilledResults {
   explicit constexpr UnfilledResults() = default;
 };
