@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "compact_value.h"
 #include "glue.h"
@@ -116,6 +117,17 @@ struct Form2 {
   int64_t capacity = 0, rate = 0;
 };
 
+// `fn(state)` on a KeyState over a one-state block holding exactly `s`, in this frame's buffer.
+template <class Fn>
+auto OnSingleBlock(const SingleState& s, Fn&& fn) {
+  alignas(16) char block[kSingleBlockBytes];
+  WriteSingleBlock(block, s);
+  KeyState state = KeyState::AdoptBlock(block);
+  auto result = fn(std::as_const(state));
+  state.ReleaseBlock();  // the buffer is this frame's
+  return result;
+}
+
 // Reads form 2 (after its version byte) into `*f`; an error text when malformed. The state must
 // be one a one-state block holds as sent (a two-word algorithm, a window its id holds), checked
 // by writing that block and reading it back, so nothing else is ever stored.
@@ -151,25 +163,21 @@ const char* ReadForm2(std::string_view in, Form2* f) {
   s.time = f->now_ms + time;
   f->capacity = static_cast<int64_t>(capacity);
   f->rate = static_cast<int64_t>(rate);
-  alignas(16) char block[kSingleBlockBytes];
-  WriteSingleBlock(block, s);
-  KeyState state = KeyState::AdoptBlock(block);
-  SingleState back;
-  const bool same = GetSingleState(state, &back) && back.algorithm == s.algorithm &&
-                    back.window_ms == s.window_ms && back.scope_id == s.scope_id;
-  state.ReleaseBlock();  // the buffer is this frame's
+  const bool same = OnSingleBlock(s, [&](const KeyState& state) {
+    SingleState back;
+    return GetSingleState(state, &back) && back.algorithm == s.algorithm &&
+           back.window_ms == s.window_ms && back.scope_id == s.scope_id;
+  });
   return same ? nullptr : "ERR invalid RL.PUT form: not a two-word state";
 }
 
 // KeyState::Encode's bytes of a state holding exactly `s`.
 std::string EncodeSingle(const SingleState& s) {
-  alignas(16) char block[kSingleBlockBytes];
-  WriteSingleBlock(block, s);
-  KeyState state = KeyState::AdoptBlock(block);
-  std::string bytes;
-  state.Encode(&bytes);
-  state.ReleaseBlock();  // the buffer is this frame's
-  return bytes;
+  return OnSingleBlock(s, [](const KeyState& state) {
+    std::string bytes;
+    state.Encode(&bytes);
+    return bytes;
+  });
 }
 
 // A whole state as RL.SETSTATE and RL.PUT's form 1 carry it.

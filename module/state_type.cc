@@ -218,10 +218,16 @@ void* ValueOf(const SingleState& s, int64_t capacity, int64_t rate) {
   return block;
 }
 
+namespace {
+// A non-empty key of type `type` (RedisModule_KeyType's) holds an rl state.
+bool OfOurType(RedisModuleKey* key, int type) {
+  return type == REDISMODULE_KEYTYPE_MODULE && RedisModule_ModuleTypeGetType(key) == g_type;
+}
+}  // namespace
+
 bool HoldsOtherType(RedisModuleKey* key) {
   const int type = RedisModule_KeyType(key);
-  return type != REDISMODULE_KEYTYPE_EMPTY &&
-         (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != g_type);
+  return type != REDISMODULE_KEYTYPE_EMPTY && !OfOurType(key, type);
 }
 
 void PutValue(RedisModuleKey* key, void* value) {
@@ -292,7 +298,7 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
   key_ = static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, mode));
   const int type = RedisModule_KeyType(key_);
   if (type == REDISMODULE_KEYTYPE_EMPTY) return;
-  if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key_) != g_type) {
+  if (!OfOurType(key_, type)) {
     status_ = WrongType();
     return;
   }

@@ -19,9 +19,6 @@
 
 namespace rl::internal {
 
-// True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
-// case) pays neither for building an absl::Status nor for a call per limit. A test compares the
-// two over random limits.
 // One limit's part of CheckValid.
 inline bool RateLimitValid(const Limit& l) {
   // Unsigned wrap-around turns each "x < lo || x > hi" into one comparison. Only a rate is
@@ -33,6 +30,9 @@ inline bool RateLimitValid(const Limit& l) {
          (static_cast<uint64_t>(l.block_ms) <= static_cast<uint64_t>(kMaxWindowMs)) &
          ((traits & kRate) != 0) & ((l.burst == 0) | ((traits & kBurst) != 0));
 }
+// True exactly when ValidateCheck returns OK, as straight-line code: a valid check (the common
+// case) pays neither for building an absl::Status nor for a call per limit. A test compares the
+// two over random limits.
 inline bool CheckValid(absl::Span<const Limit> limits, int64_t cost) {
   const size_t n = limits.size();
   // One limit, the common check: no loops (and no pair to compare).
