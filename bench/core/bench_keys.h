@@ -1,11 +1,20 @@
 // What core_bench and check_icount share, so their figures describe the same workload: the
-// 40-byte keys, the order they are visited in, and the bare map's value type.
+// 40-byte keys, the order they are visited in, the bare map's value type, and the floors' shapes
+// (a map shard under its mutex, found with a hash computed once; a value updated by a
+// compare-and-swap).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 
 namespace rl::bench {
 
@@ -32,6 +41,45 @@ inline size_t Index(size_t i, size_t n) { return (i * 2654435761u) % n; }
 struct BareState {
   int64_t a = 0;
   int64_t b = 0;
+};
+
+// The locked floor's map shard: its keys' hash is computed once (it also picks the shard) and
+// handed to the map's find through a transparent hasher, so the floor costs the lock and nothing
+// else beyond the bare map.
+struct Hashed {
+  std::string_view key;
+  size_t hash;
+};
+struct PreHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return absl::Hash<std::string_view>{}(s); }
+  size_t operator()(const Hashed& h) const { return h.hash; }
+};
+struct PreEq {
+  using is_transparent = void;
+  static std::string_view View(std::string_view s) { return s; }
+  static std::string_view View(const Hashed& h) { return h.key; }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return View(a) == View(b);
+  }
+};
+struct alignas(64) LockedShard {
+  std::mutex mu;
+  absl::flat_hash_map<std::string, BareState, PreHash, PreEq> map;
+};
+// The CAS floor's value: two words like BareState, the first one atomic (copied only while the
+// map is built, single-threaded).
+struct CasState {
+  std::atomic<int64_t> a{0};
+  int64_t b = 0;
+  CasState() = default;
+  CasState(const CasState& o) : a(o.a.load(std::memory_order_relaxed)), b(o.b) {}
+  CasState& operator=(const CasState& o) {
+    a.store(o.a.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    b = o.b;
+    return *this;
+  }
 };
 
 }  // namespace rl::bench

@@ -1,13 +1,16 @@
 // Instructions per check for valgrind --tool=callgrind, which counts instructions independently
 // of machine load: RunChecks does `iterations` token-bucket checks over `keys` 40-byte keys (the
 // core_bench visiting order) and RunBare the bare absl::flat_hash_map find + update on the same
-// keys. icount.sh divides each function's inclusive instruction count by the iterations. A third
+// keys, and RunBareLocked the same under a sharded mutex (the locked floor). icount.sh divides each
+// function's inclusive instruction count by the iterations. A third
 // argument of 2 checks two limits per call (the token bucket and a one-day fixed window) for the
 // two-limit / one-limit ratio; a third argument of `log` checks a sliding log (1000 a second)
 // instead of the token bucket. A fourth argument of `nohot` runs without the hot-key path.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,25 @@ __attribute__((noinline)) int64_t RunBare(absl::flat_hash_map<std::string, BareS
   return sum;
 }
 
+// The locked floor (core_bench's BM_ShardLockedMap): the same find + update on 256 map shards,
+// each under its own uncontended std::mutex, the hash computed once.
+__attribute__((noinline)) int64_t RunBareLocked(rl::bench::LockedShard* shards,
+                                                const std::vector<std::string>& keys,
+                                                size_t iterations) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < iterations; ++i) {
+    const std::string& k = keys[Index(i, keys.size())];
+    const rl::bench::Hashed h{k, rl::bench::PreHash{}(k)};
+    rl::bench::LockedShard& shard = shards[h.hash >> 56];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.map.find(h);
+    it->second.a += 1;
+    it->second.b = static_cast<int64_t>(i);
+    sum += it->second.a;
+  }
+  return sum;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,7 +90,11 @@ int main(int argc, char** argv) {
   for (const std::string& k : keys) bare[k] = BareState{};
   const int64_t allowed = RunChecks(limiter, clock, keys, checked, iterations);
   const int64_t sum = RunBare(bare, keys, iterations);
+  auto shards = std::make_unique<rl::bench::LockedShard[]>(256);
+  for (const std::string& k : keys) shards[rl::bench::PreHash{}(k) >> 56].map[k] = BareState{};
+  const int64_t locked_sum = RunBareLocked(shards.get(), keys, iterations);
   std::printf("keys %zu iterations %zu limits %zu allowed %lld checksum %lld\n", n, iterations,
-              limit_count, static_cast<long long>(allowed), static_cast<long long>(sum));
+              limit_count, static_cast<long long>(allowed),
+              static_cast<long long>(sum + locked_sum));
   return 0;
 }

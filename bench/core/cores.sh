@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Many-core figures of the check path, side by side in one run: core_bench's token-bucket check
 # at 1 k / 100 k / 1 M distinct keys and on one hot key, 1 and 2 threads, next to the bare map
-# (and the bare map under a mutex for the hot key), for this build and optionally a base build
+# (and the bare map under a mutex for the hot key), and next to the floors of a synchronized
+# update (BM_ShardLockedMap: the bare map sharded under uncontended mutexes; BM_CasMap: one
+# compare-and-swap per update), for this build and optionally a base build
 # (say, main's), the two alternating run by run so both share the machine's load. Prints the
-# medians of the repetitions: check / bare map per size, 2-thread / 1-thread throughput (items
-# per second), and the futex system calls per check with 2 threads on one hot key and on 1 k keys
+# medians of the repetitions: check / bare map and check / each floor per size (a base build
+# without the floors, main before they existed, gets them from this build's run), 2-thread /
+# 1-thread throughput (items per second), and the futex system calls per check with 2 threads
+# on one hot key and on 1 k keys
 # (perf stat -e syscalls:sys_enter_futex over check_threads, next to core_bench; the base's
 # check_threads from $BASE_CHECK_THREADS).
 # Usage: bench/core/cores.sh [core_bench] [base core_bench or ""] [repetitions]
@@ -12,7 +16,8 @@ set -euo pipefail
 bin=${1:-build/bench/core/core_bench}
 base=${2:-}
 reps=${3:-3}
-filter='BM_BareMap/|BM_BareMapLocked/|BM_Check/TOKEN_BUCKET/|BM_Check/TOKEN_BUCKET_HOT_KEY/'
+filter='BM_BareMap/|BM_BareMapLocked/|BM_ShardLockedMap/|BM_CasMap/|BM_Check/TOKEN_BUCKET/|'\
+'BM_Check/TOKEN_BUCKET_HOT_KEY/'
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 uptime
@@ -47,8 +52,8 @@ def load(b):
     per = {}
     for rep in range(1, reps + 1):
         for r in json.load(open(f"{d}/{b}.{rep}.json"))["benchmarks"]:
-            m = re.match(r"BM_(BareMapLocked|BareMap|Check/(\w+))/(\d+)/real_time/threads:(\d)",
-                         r["name"])
+            m = re.match(r"BM_(BareMapLocked|BareMap|ShardLockedMap|CasMap|Check/(\w+))/(\d+)/"
+                         r"real_time/threads:(\d)", r["name"])
             if not m:
                 continue
             alg = m.group(2) or m.group(1)
@@ -56,16 +61,22 @@ def load(b):
                 (r["cpu_time"], r["items_per_second"]))
     return {k: (statistics.median(c for c, _ in v), statistics.median(i for _, i in v))
             for k, v in per.items()}
+first = load(builds[0])
 for b in builds:
     m = load(b)
-    print(f"-- {b}: medians of {reps} runs (cpu ns per check per thread; 2T/1T = items/s)")
-    print(f"{'keys':>9}{'check ns':>10}{'bare ns':>9}{'ratio':>7}{'check 2T/1T':>13}"
-          f"{'bare 2T/1T':>12}")
+    print(f"-- {b}: medians of {reps} runs (cpu ns per check per thread; 2T/1T = items/s;"
+          f" lock = BM_ShardLockedMap, cas = BM_CasMap)")
+    print(f"{'keys':>9}{'check ns':>10}{'bare ns':>9}{'lock ns':>9}{'cas ns':>8}{'/bare':>7}"
+          f"{'/lock':>7}{'/cas':>6}{'check 2T/1T':>13}{'bare 2T/1T':>12}{'lock 2T/1T':>12}")
     for n in (1000, 100000, 1000000):
         c1, b1 = m[("TOKEN_BUCKET", n, 1)], m[("BareMap", n, 1)]
         c2, b2 = m[("TOKEN_BUCKET", n, 2)], m[("BareMap", n, 2)]
-        print(f"{n:>9}{c1[0]:>10.1f}{b1[0]:>9.1f}{c1[0] / b1[0]:>7.2f}{c2[1] / c1[1]:>13.2f}"
-              f"{b2[1] / b1[1]:>12.2f}")
+        # The floors: this build's own when it has them, else the first build's (same run).
+        f = m if ("ShardLockedMap", n, 1) in m else first
+        l1, l2, a1 = f[("ShardLockedMap", n, 1)], f[("ShardLockedMap", n, 2)], f[("CasMap", n, 1)]
+        print(f"{n:>9}{c1[0]:>10.1f}{b1[0]:>9.1f}{l1[0]:>9.1f}{a1[0]:>8.1f}{c1[0] / b1[0]:>7.2f}"
+              f"{c1[0] / l1[0]:>7.2f}{c1[0] / a1[0]:>6.2f}{c2[1] / c1[1]:>13.2f}"
+              f"{b2[1] / b1[1]:>12.2f}{l2[1] / l1[1]:>12.2f}")
     h1, h2 = m[("TOKEN_BUCKET_HOT_KEY", 1, 1)], m[("TOKEN_BUCKET_HOT_KEY", 1, 2)]
     l1, l2 = m[("BareMapLocked", 1, 1)], m[("BareMapLocked", 1, 2)]
     print(f"hot key: {h1[1] / 1e6:.2f} M/s 1T, {h2[1] / 1e6:.2f} M/s 2T, 2T/1T {h2[1] / h1[1]:.2f}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Instructions per token-bucket check and per bare absl::flat_hash_map find+update, counted by
-# callgrind (independent of machine load, unlike core_bench's times).
+# Instructions per token-bucket check and per bare absl::flat_hash_map find+update (alone, and
+# under a sharded mutex: the locked floor), counted by callgrind (independent of machine load,
+# unlike core_bench's times).
 # Usage: bench/core/icount.sh [path/to/check_icount] [keys] [iterations] [limits per check: 1|2, or log: a sliding log] [nohot: LimiterOptions::hot_keys off]
 set -euo pipefail
 bin=${1:-build/bench/core/check_icount}
@@ -12,7 +13,8 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$keys" "$iters" "$limits" $hot >/dev/null 2>&1
 callgrind_annotate --inclusive=yes "$out" 2>/dev/null |
-  awk -v it="$iters" '/RunChecks|RunBare/ { gsub(",", "", $1); name = /RunChecks/ ? "check" : "bare";
-    v[name] = $1 / it }
-    END { printf "instructions per check %.0f, bare map %.0f, ratio %.2f\n", v["check"],
-      v["bare"], v["check"] / v["bare"] }'
+  awk -v it="$iters" '/RunChecks|RunBare/ { gsub(",", "", $1);
+    name = /RunChecks/ ? "check" : /RunBareLocked/ ? "locked" : "bare"; v[name] = $1 / it }
+    END { printf "instructions per check %.0f, bare map %.0f, ratio %.2f; bare map under a sharded" \
+      " mutex %.0f, check / that %.2f\n", v["check"], v["bare"], v["check"] / v["bare"],
+      v["locked"], v["check"] / v["locked"] }'
