@@ -123,7 +123,7 @@ class Limiter::Impl::Store {
     now_ = impl_.clock_->NowMs();
     have_now_ = true;
     internal::HotEntry& e = internal::HotEntryOf(impl_.HotOf(shard), k);
-    const uint64_t w = internal::hot::LiveWordFor(e, k);
+    const uint64_t w = internal::hot::LiveWordFor(impl_.shards_[shard], e, k);
     // The result straight into the decision (written only on success; the locked path fills it
     // otherwise).
     if (ABSL_PREDICT_TRUE(w == 0) || !internal::HotCheckLive(e, w, impl_.expiry_, limit, now_, cost,
@@ -411,10 +411,10 @@ class Limiter::Impl::Store {
 
  private:
   // Inline up to BindHot's and BindPair's first tests, where most calls stop: the entry is live
-  // for another key, or not this key's and this key only becomes its candidate.
+  // for another key (the shard's tag says so), or not this key's and it only becomes a candidate.
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Bind(const Q& q, int64_t rel, int64_t word) {
+    if (internal::hot::TagAt(impl_.shards_[q.at.shard], q.at.key) != 0) return;  // live, by tag
     internal::HotEntry& e = internal::HotEntryOf(impl_.HotOf(q.at.shard), q.at.key);
-    if ((e.word.load(std::memory_order_relaxed) & internal::hot::kLive) != 0) return;
     if (e.candidate != q.at.key && (e.meta.load(std::memory_order_relaxed) == 0 ||
                                     e.key.load(std::memory_order_relaxed) != q.at.key)) {
       e.candidate = q.at.key;

@@ -53,8 +53,6 @@
 
 namespace rl::internal {
 
-inline constexpr size_t kHotPerShard = 4;  // entries per shard; a key's is fixed by its low bits
-
 struct alignas(64) HotEntry {
   // Read without the lock; written under it (the word also by the lock-free compare-and-swap).
   // `word` and `tokens` are the 16-byte pair of a token bucket's entry, compared and swapped
@@ -136,6 +134,11 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t LiveWordFor(const HotEntry& e, uint
   if ((w & kLive) == 0 || e.key.load(std::memory_order_acquire) != key) return 0;
   return w;
 }
+// The same, the shard's tag first (Shard::hot_tags): most keys stop there, on their lock's line.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t LiveWordFor(const Shard& sh, const HotEntry& e,
+                                                         uint64_t key) {
+  return TagAt(sh, key) != TagOf(key) ? 0 : LiveWordFor(e, key);
+}
 // The rest of the binding checks of both lock-free checks, on the live word `w` read by
 // LiveWordFor: the meta (read after the key, see the top of this file) is of w's binding and of
 // the shape asked for (a token bucket's pair or a GCRA word), and the binding serves `limit`.
@@ -156,10 +159,9 @@ inline HotEntry& HotEntryOf(HotEntry* shard_entries, uint64_t key) {
 
 // A GCRA check (or, without `consume`, a peek) of cost `cost` at `now` of the state whose live
 // word `w` LiveWordFor read, without a lock: true with `*r` filled when the binding serves the
-// limit and the outcome could be stored in
-// (or needed no change of) its word; false leaves everything to the locked path. The same step
-// function on the same state as the locked path, so the same result. A call that changes nothing
-// writes nothing.
+// limit and the outcome could be stored in (or needed no change of) its word; false leaves
+// everything to the locked path. The same step function on the same state as the locked path, so
+// the same result. A call that changes nothing writes nothing.
 inline bool HotCheckGcra(HotEntry& e, uint64_t w, const ExpiryCodec& codec, const Limit& limit,
                          int64_t now, int64_t cost, bool consume, LimitResult* r) {
   uint64_t m;
@@ -204,6 +206,7 @@ inline void FoldHot(HotEntry& e, Shard& sh, const ExpiryCodec& codec, int64_t no
   }
   const uint64_t w = e.word.exchange(0, std::memory_order_acq_rel);
   if ((w & hot::kLive) == 0) return;
+  hot::SetTag(sh, e.key.load(std::memory_order_relaxed), 0);
   auto it = sh.two.find(e.key.load(std::memory_order_relaxed));
   if (it == sh.two.end()) return;  // cannot happen: every erase of a live key folds it first
   int64_t rel, word;
@@ -226,6 +229,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void FoldHotKey(HotEntry* shard_entries, Sha
                                                     uint64_t key, const ExpiryCodec& codec,
                                                     int64_t now)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
+  if (hot::TagAt(sh, key) != hot::TagOf(key)) return;  // no entry holds this key live
   HotEntry& e = HotEntryOf(shard_entries, key);
   if ((e.word.load(std::memory_order_relaxed) & hot::kLive) != 0 &&
       e.key.load(std::memory_order_relaxed) == key) {
@@ -252,6 +256,7 @@ inline void BindHot(HotEntry* shard_entries, const Shard& sh, uint64_t key, int6
         e.capacity.load(std::memory_order_relaxed) == limit.capacity() &&
         hot::Encode(rel, word, e.meta.load(std::memory_order_relaxed), &next)) {
       e.word.store(next, std::memory_order_release);
+      hot::SetTag(sh, key, hot::TagOf(key));
       return;
     }
   } else if (e.candidate != key) {
@@ -272,6 +277,7 @@ inline void BindHot(HotEntry* shard_entries, const Shard& sh, uint64_t key, int6
   e.key.store(key, std::memory_order_release);
   hot::SetLimit(e, limit);
   e.word.store(next, std::memory_order_release);
+  hot::SetTag(sh, key, hot::TagOf(key));
 }
 
 // ---- The token bucket's pair ----
@@ -372,6 +378,7 @@ inline void FoldPair(HotEntry& e, Shard& sh, const ExpiryCodec& codec, int64_t n
   while ((w & hot::kLive) != 0 && !hot::CasPair(e, &w, &t, w & ~hot::kLive, t)) {
   }
   if ((w & hot::kLive) == 0) return;
+  hot::SetTag(sh, e.key.load(std::memory_order_relaxed), 0);
   auto it = sh.two.find(e.key.load(std::memory_order_relaxed));
   if (it == sh.two.end()) return;  // cannot happen: every erase of a live key folds it first
   const int64_t rel = hot::RelOfPair(w);
@@ -405,20 +412,18 @@ inline void BindPair(HotEntry* shard_entries, const Shard& sh, uint64_t key, int
     return;
   }
   uint32_t gen = hot::GenOfMeta(m);
-  if (mine && hot::KOfMeta(m) == hot::kPairK && hot::GenOfWord(w) == gen &&
-      hot::RelOfPair(w) <= rel && e.limit.load(std::memory_order_relaxed) == limit.limit &&
-      e.capacity.load(std::memory_order_relaxed) == limit.capacity()) {
-    e.tokens.store(static_cast<uint64_t>(word), std::memory_order_relaxed);
-    e.word.store(hot::PairWord(gen, rel), std::memory_order_release);
-    return;
+  if (!mine || hot::KOfMeta(m) != hot::kPairK || hot::GenOfWord(w) != gen ||
+      hot::RelOfPair(w) > rel || e.limit.load(std::memory_order_relaxed) != limit.limit ||
+      e.capacity.load(std::memory_order_relaxed) != limit.capacity()) {
+    if (gen >= hot::kMaxGen) return;  // every generation used: this entry stays dead
+    ++gen;  // a new binding (else the key's own pair is revived in its generation)
+    e.meta.store(hot::MakeMeta(gen, hot::kPairK, 0), std::memory_order_release);
+    e.key.store(key, std::memory_order_release);
+    hot::SetLimit(e, limit);
   }
-  if (gen >= hot::kMaxGen) return;  // every generation used: this entry stays dead
-  ++gen;
-  e.meta.store(hot::MakeMeta(gen, hot::kPairK, 0), std::memory_order_release);
-  e.key.store(key, std::memory_order_release);
-  hot::SetLimit(e, limit);
   e.tokens.store(static_cast<uint64_t>(word), std::memory_order_relaxed);
   e.word.store(hot::PairWord(gen, rel), std::memory_order_release);
+  hot::SetTag(sh, key, hot::TagOf(key));
 }
 
 // The lock-free check of a hot key's single GCRA or token-bucket limit (see above).

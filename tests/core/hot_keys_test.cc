@@ -357,6 +357,53 @@ TEST_F(HotEntryTest, AWordOfAnEarlierBindingNeverLands) {
   EXPECT_TRUE(internal::HotCheck(e, other, codec_, limit_, 0, 1, true, &r));
 }
 
+// The shard's tags of its live entries, which a check reads instead of the entries: set when an
+// entry goes live, cleared when it is folded, and a key whose tag happens to equal the live key's
+// (same entry, same tag bits) is neither served from nor folds that key's word.
+TEST_F(HotEntryTest, TheShardsTagsFollowTheLiveEntriesAndOnlyHint) {
+  internal::ShardLock lock(sh_.mu);
+  // Same entry index (low bits) and same tag bits (8..14): differs above them.
+  const uint64_t twin = kKey ^ (uint64_t{1} << 20);
+  ASSERT_EQ(internal::hot::TagOf(twin), internal::hot::TagOf(kKey));
+  Store(kKey, 500, 3);
+  Store(twin, 500, 3);
+  EXPECT_EQ(internal::hot::TagAt(sh_, kKey), 0u);
+  internal::BindHot(entries_, sh_, kKey, 500, 3, limit_);
+  EXPECT_EQ(internal::hot::TagAt(sh_, kKey), 0u);  // asked once: not live yet
+  internal::BindHot(entries_, sh_, kKey, 500, 3, limit_);
+  EXPECT_EQ(internal::hot::TagAt(sh_, kKey), internal::hot::TagOf(kKey));
+  EXPECT_EQ(sh_.hot_tags.load() & ~(0xffu << (8 * (kKey & 3))), 0u);  // the other entries' too
+  LimitResult r;
+  EXPECT_FALSE(internal::HotCheck(internal::HotEntryOf(entries_, twin), twin, codec_, limit_, 400,
+                                  1, true, &r));
+  internal::FoldHotKey(entries_, sh_, twin, codec_, 400);  // the twin's access folds nothing
+  const internal::TwoWordState before = Slot(kKey);
+  const internal::Step<internal::TwoWordState> want = internal::Gcra(&before, limit_, 400, 1);
+  ASSERT_TRUE(want.result.allowed);
+  EXPECT_TRUE(internal::HotCheck(internal::HotEntryOf(entries_, kKey), kKey, codec_, limit_, 400, 1,
+                                 true, &r));
+  EXPECT_EQ(Slot(kKey).time, before.time);  // still in the word, not yet in the slot
+  internal::FoldHotKey(entries_, sh_, kKey, codec_, 400);
+  EXPECT_EQ(internal::hot::TagAt(sh_, kKey), 0u);
+  EXPECT_EQ(Slot(kKey).time, want.state.time);  // the check the word served is in the slot now
+  EXPECT_EQ(Slot(kKey).word, want.state.word);
+  EXPECT_FALSE(internal::HotCheck(internal::HotEntryOf(entries_, kKey), kKey, codec_, limit_, 400,
+                                  1, true, &r));
+  // A token bucket's pair sets and clears its tag the same way.
+  const Limit bucket{Algorithm::kTokenBucket, 10, 1000};
+  const uint64_t pair_key = kKey + 1;
+  Store(pair_key, 500, 3);
+  for (int i = 0; i < 2; ++i) {
+    internal::BindPair(entries_, sh_, pair_key, 500, 3, internal::hot::PairExpiry({500, 3}, bucket),
+                       bucket, codec_);
+  }
+  if (internal::hot::PairsSupported()) {
+    EXPECT_EQ(internal::hot::TagAt(sh_, pair_key), internal::hot::TagOf(pair_key));
+    internal::FoldHotKey(entries_, sh_, pair_key, codec_, 500);
+  }
+  EXPECT_EQ(internal::hot::TagAt(sh_, pair_key), 0u);
+}
+
 // A GCRA word revived under another limit takes a new generation, as a pair does: a reader that
 // checked the old limit must not land its compare-and-swap.
 TEST_F(HotEntryTest, AWordRevivedUnderAnotherLimitIsANewGeneration) {
