@@ -243,6 +243,8 @@ class ExpiryCodec {
   int64_t base_ms_;
 };
 
+inline constexpr size_t kHotPerShard = 4;  // hot entries per shard; a key's by its low bits
+
 // The shard lock: a futex mutex whose word holds the lock bit (bit 0) and the number of parked
 // waiters above it. Uncontended, lock and unlock are one atomic instruction each. A thread that
 // finds it held spins briefly (the critical section is ~100 ns) before it registers as a waiter
@@ -301,11 +303,11 @@ struct alignas(64) Shard {
   // Not absl::Mutex: the distribution's abseil build runs deadlock detection on every Lock,
   // which cost a third of a check. Not std::mutex: see ShardMutex.
   mutable ShardMutex mu;
-  // Byte i: the tag (hot::TagOf, below) of the key whose hot entry i (hot_keys.h) is live, 0 when
-  // that entry is not live. Written under `mu` only, where it is exact; read without it as a hint,
-  // so a check of a key that no entry holds live reads this line, which its lock needs anyway, and
-  // not the entries'. In the padding after `mu`: the shard keeps its size.
-  mutable std::atomic<uint32_t> hot_tags{0};
+  // Entry i's: the tag (hot::TagOf, below) of the key whose hot entry i (hot_keys.h) is live, 0
+  // when that entry is not live. Written under `mu` only, where it is exact; read without it as a
+  // hint, so a check of a key that no entry holds live reads this line, which its lock needs
+  // anyway, and not the entries'. In the padding after `mu`: the shard keeps its size.
+  mutable std::atomic<uint8_t> hot_tags[kHotPerShard] = {};
   Table2 two ABSL_GUARDED_BY(mu);     // token bucket, GCRA, fixed window, leaky bucket
   Table3 three ABSL_GUARDED_BY(mu);   // sliding window counter
   TableLog logs ABSL_GUARDED_BY(mu);  // sliding log
@@ -360,19 +362,15 @@ static_assert(sizeof(Shard) <= 4 * 64);
 // entry, nor the top ones, which pick the shard). Equal tags do not prove the key is the entry's
 // (hot::LiveWordFor does); unequal ones prove it is not, exactly under the lock and as a hint
 // without it.
-inline constexpr size_t kHotPerShard = 4;  // entries per shard; a key's is fixed by its low bits
-static_assert(kHotPerShard * 8 <= 32, "one tag byte per entry in Shard::hot_tags");
 namespace hot {
 inline uint32_t TagOf(uint64_t key) { return 0x80u | static_cast<uint32_t>((key >> 8) & 0x7f); }
 inline uint32_t TagAt(const Shard& sh, uint64_t key) {
-  return (sh.hot_tags.load(std::memory_order_relaxed) >> (8 * (key & (kHotPerShard - 1)))) & 0xff;
+  return sh.hot_tags[key & (kHotPerShard - 1)].load(std::memory_order_relaxed);
 }
 // Under the lock (the only writer): the tag of the entry of `key` becomes `tag` (0: not live).
 inline void SetTag(const Shard& sh, uint64_t key, uint32_t tag)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu) {
-  const int shift = 8 * static_cast<int>(key & (kHotPerShard - 1));
-  const uint32_t tags = sh.hot_tags.load(std::memory_order_relaxed);
-  sh.hot_tags.store((tags & ~(0xffu << shift)) | tag << shift, std::memory_order_relaxed);
+  sh.hot_tags[key & (kHotPerShard - 1)].store(static_cast<uint8_t>(tag), std::memory_order_relaxed);
 }
 }  // namespace hot
 
