@@ -323,6 +323,21 @@ TEST_F(ProtocolTest, AuthRequired) {
   big.SendRaw("*20\r\n");
   EXPECT_EQ(big.Read().str, "ERR Protocol error: unauthenticated multibulk length");
   EXPECT_TRUE(big.WaitClosed());
+
+  // AUTH and RESET in a pipeline change the limits from the very next command, which the server
+  // may have read ahead already: it is read again under the new limits.
+  std::vector<std::string> twenty(20, "x");
+  twenty[0] = "ECHO";
+  RespClient piped(server.port());
+  ASSERT_TRUE(piped.SendRaw(RespClient::Encode({"AUTH", "s3cret"}) + RespClient::Encode(twenty) +
+                            RespClient::Encode({"PING"})));
+  EXPECT_EQ(piped.Read().str, "OK");
+  EXPECT_EQ(piped.Read().str, "ERR wrong number of arguments for 'echo' command");
+  EXPECT_EQ(piped.Read().str, "PONG");
+  ASSERT_TRUE(piped.SendRaw(RespClient::Encode({"RESET"}) + RespClient::Encode(twenty)));
+  EXPECT_EQ(piped.Read().str, "RESET");
+  EXPECT_EQ(piped.Read().str, "ERR Protocol error: unauthenticated multibulk length");
+  EXPECT_TRUE(piped.WaitClosed());
   EXPECT_EQ(server.Terminate(), 0);
 }
 
