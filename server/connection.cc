@@ -188,10 +188,13 @@ bool Connection::ProcessInput() {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_end_ - in_start_);
     resp::ParseStatus status = resp::ParseStatus::kCommand;
-    if (have_next_) {
+    const CommandSpec* found = nullptr;
+    const bool parsed_ahead = have_next_;
+    if (parsed_ahead) {
       have_next_ = false;
       args_.swap(next_args_);
       consumed = next_consumed_;
+      found = next_found_;
     } else {
       status = parser_.Parse(buf, &consumed, &args_);
     }
@@ -209,7 +212,9 @@ bool Connection::ProcessInput() {
     if (buf[0] == '*' && consumed < buf.size() && buf[consumed] == '*') {
       LookAhead(buf.substr(consumed));
     }
-    if (!args_.empty()) Execute(absl::MakeConstSpan(args_));
+    if (!args_.empty()) {
+      Execute(absl::MakeConstSpan(args_), parsed_ahead ? found : FindCommand(args_[0]));
+    }
     in_start_ += consumed;
     if (closed_) return false;
     if (session_.pause_ms > 0) break;  // the rest waits for the pause (OnInput)
@@ -230,8 +235,9 @@ void Connection::LookAhead(std::string_view rest) {
   if (parser_.Parse(rest, &consumed, &next_args_) != resp::ParseStatus::kCommand) return;
   have_next_ = true;
   next_consumed_ = consumed;
-  if (next_args_.empty() || !session_.authenticated || txn_.active()) return;
-  const CommandSpec* spec = FindCommand(next_args_[0]);
+  if (next_args_.empty()) return;
+  const CommandSpec* spec = next_found_ = FindCommand(next_args_[0]);
+  if (!session_.authenticated || txn_.active()) return;
   if (spec != nullptr && spec->prefetch != nullptr) {
     CommandContext ctx{next_args_,       writer_,       session_, worker_->state(),
                        worker_->stats(), &limit_cache_, &txn_,    &policy_cache_};
@@ -239,7 +245,7 @@ void Connection::LookAhead(std::string_view rest) {
   }
 }
 
-void Connection::Execute(absl::Span<const std::string_view> args) {
+void Connection::Execute(absl::Span<const std::string_view> args, const CommandSpec* found) {
   ServerState& state = worker_->state();
   WorkerStats& stats = worker_->stats();
   stats.RecordCommand();
@@ -248,7 +254,6 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* found = FindCommand(args[0]);
   if (txn_.active() && txn_.InterceptExec(found, args, writer_)) return;
   const CommandSpec* spec = state.commands.Resolve(found, args, session_, writer_);
   if (spec == nullptr) {

@@ -89,7 +89,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The parse is kept for that command's turn (have_next_); an incomplete one resumes then, and a
   // protocol error stays in the parser and is reported then, after the commands before it ran.
   void LookAhead(std::string_view rest);
-  void Execute(absl::Span<const std::string_view> args);
+  // Runs one command; `found` is FindCommand(args[0]) (looked up by LookAhead for its command).
+  void Execute(absl::Span<const std::string_view> args, const CommandSpec* found);
   // The command table row of `name` (null when unknown), remembered for the next command: a client
   // mostly repeats one command, and comparing its name's bytes is cheaper than folding case and
   // hashing.
@@ -107,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The next command, parsed by LookAhead before the current one ran (have_next_: not run yet).
   std::vector<std::string_view> next_args_;
   size_t next_consumed_ = 0;
+  const CommandSpec* next_found_ = nullptr;  // FindCommand(next_args_[0])
   bool have_next_ = false;
   InputBuffer in_;  // [in_start_, in_end_) are unparsed bytes
   size_t in_start_ = 0;
