@@ -25,7 +25,8 @@ std::vector<std::vector<Limit>> LimitSets() {
   return {
       {Limit{Algorithm::kTokenBucket, 5, kMinute}},
       {Limit{Algorithm::kGcra, 3, kMinute}},
-      {Limit{Algorithm::kSlidingWindow, 3, kMinute}, Limit{Algorithm::kFixedWindow, 10, 60 * kMinute}},
+      {Limit{Algorithm::kSlidingWindow, 3, kMinute},
+       Limit{Algorithm::kFixedWindow, 10, 60 * kMinute}},
       {Limit{Algorithm::kSlidingLog, 4, kMinute}},
       {Limit{Algorithm::kLeakyBucket, 2, kMinute}, Limit{Algorithm::kTokenBucket, 6, kMinute},
        Limit{Algorithm::kFixedWindow, 7, kMinute}},
