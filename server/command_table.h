@@ -78,6 +78,10 @@ struct CommandContext {
 };
 
 using Handler = void (*)(CommandContext& ctx);
+// A hint run on a command still waiting in a client's pipeline, before the commands ahead of it
+// run (ctx.w must not be written): it may start loading what the command will read
+// (Limiter::Prefetch) and must change no answer (the command then runs as if no hint was given).
+using Prefetcher = void (*)(CommandContext& ctx);
 
 enum CommandFlag : uint32_t {
   kCmdNoAuth = 1u << 0,  // may run before AUTH
@@ -115,6 +119,7 @@ struct CommandSpec {
   // when called with no subcommand.
   std::vector<CommandSpec> subcommands;
   CommandFamily family = kFamilyOther;  // which latency histogram the command counts in
+  Prefetcher prefetch = nullptr;        // null: nothing to load ahead
   // HELP's lines for this row when not generated: the usage (default: the subcommand's name and
   // its argument syntax) and the text (default: `summary`), for Redis's wording.
   std::string help_usage;

@@ -81,6 +81,10 @@ Connection::~Connection() {
 void Connection::Start() { DoRead(); }
 
 void Connection::UpdateParserLimits() {
+  // New limits apply from the command after the one that changed them: whatever LookAhead read
+  // past that one under the old limits is read again.
+  parser_.Reset();
+  have_next_ = false;
   // Smaller limits until the client proves it knows the password (as Redis does).
   if (!session_.authenticated) return parser_.set_limits(resp::ParserLimits::Unauthenticated());
   resp::ParserLimits limits;
@@ -183,7 +187,17 @@ bool Connection::ProcessInput() {
   while (in_start_ < in_end_ && !read_closed_) {
     size_t consumed = 0;
     std::string_view buf(in_.data() + in_start_, in_end_ - in_start_);
-    resp::ParseStatus status = parser_.Parse(buf, &consumed, &args_);
+    resp::ParseStatus status = resp::ParseStatus::kCommand;
+    const CommandSpec* found = nullptr;
+    const bool parsed_ahead = have_next_;
+    if (parsed_ahead) {
+      have_next_ = false;
+      args_.swap(next_args_);
+      consumed = next_consumed_;
+      found = next_found_;
+    } else {
+      status = parser_.Parse(buf, &consumed, &args_);
+    }
     if (status == resp::ParseStatus::kIncomplete) break;
     if (status == resp::ParseStatus::kError) {
       // Reply the error, then close this connection only.
@@ -193,7 +207,14 @@ bool Connection::ProcessInput() {
       read_closed_ = true;
       break;
     }
-    if (!args_.empty()) Execute(absl::MakeConstSpan(args_));
+    // Multibulk commands only: the arguments of an inline one may live in the parser, which the
+    // next parse would overwrite.
+    if (buf[0] == '*' && consumed < buf.size() && buf[consumed] == '*') {
+      LookAhead(buf.substr(consumed));
+    }
+    if (!args_.empty()) {
+      Execute(absl::MakeConstSpan(args_), parsed_ahead ? found : FindCommand(args_[0]));
+    }
     in_start_ += consumed;
     if (closed_) return false;
     if (session_.pause_ms > 0) break;  // the rest waits for the pause (OnInput)
@@ -203,10 +224,28 @@ bool Connection::ProcessInput() {
       return false;
     }
   }
+  // A command parsed ahead but not run (a pause, QUIT, a closed connection) is parsed again in its
+  // turn, from the parser's clean state after a whole command.
+  have_next_ = false;
   return !closed_;
 }
 
-void Connection::Execute(absl::Span<const std::string_view> args) {
+void Connection::LookAhead(std::string_view rest) {
+  size_t consumed = 0;
+  if (parser_.Parse(rest, &consumed, &next_args_) != resp::ParseStatus::kCommand) return;
+  have_next_ = true;
+  next_consumed_ = consumed;
+  if (next_args_.empty()) return;
+  const CommandSpec* spec = next_found_ = FindCommand(next_args_[0]);
+  if (!session_.authenticated || txn_.active()) return;
+  if (spec != nullptr && spec->prefetch != nullptr) {
+    CommandContext ctx{next_args_,       writer_,       session_, worker_->state(),
+                       worker_->stats(), &limit_cache_, &txn_,    &policy_cache_};
+    spec->prefetch(ctx);
+  }
+}
+
+void Connection::Execute(absl::Span<const std::string_view> args, const CommandSpec* found) {
   ServerState& state = worker_->state();
   WorkerStats& stats = worker_->stats();
   stats.RecordCommand();
@@ -215,7 +254,6 @@ void Connection::Execute(absl::Span<const std::string_view> args) {
     CloseNow();
     return;
   }
-  const CommandSpec* found = FindCommand(args[0]);
   if (txn_.active() && txn_.InterceptExec(found, args, writer_)) return;
   const CommandSpec* spec = state.commands.Resolve(found, args, session_, writer_);
   if (spec == nullptr) {

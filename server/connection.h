@@ -84,7 +84,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Pause();
   // Parses and executes every complete command in the buffer. False when the connection closed.
   bool ProcessInput();
-  void Execute(absl::Span<const std::string_view> args);
+  // Parses the command after the one about to run, when `rest` (the bytes after it) starts with
+  // one, and runs its row's prefetch hint: a pipeline of checks then overlaps their cache misses.
+  // The parse is kept for that command's turn (have_next_); an incomplete one resumes then, and a
+  // protocol error stays in the parser and is reported then, after the commands before it ran.
+  void LookAhead(std::string_view rest);
+  // Runs one command; `found` is FindCommand(args[0]) (looked up by LookAhead for its command).
+  void Execute(absl::Span<const std::string_view> args, const CommandSpec* found);
   // The command table row of `name` (null when unknown), remembered for the next command: a client
   // mostly repeats one command, and comparing its name's bytes is cheaper than folding case and
   // hashing.
@@ -99,7 +105,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer pause_timer_;
   resp::Parser parser_;
   std::vector<std::string_view> args_;  // reused for every command
-  InputBuffer in_;                      // [in_start_, in_end_) are unparsed bytes
+  // The next command, parsed by LookAhead before the current one ran (have_next_: not run yet).
+  std::vector<std::string_view> next_args_;
+  size_t next_consumed_ = 0;
+  const CommandSpec* next_found_ = nullptr;  // FindCommand(next_args_[0])
+  bool have_next_ = false;
+  InputBuffer in_;  // [in_start_, in_end_) are unparsed bytes
   size_t in_start_ = 0;
   size_t in_end_ = 0;
   std::string out_;      // replies not yet handed to the socket

@@ -154,6 +154,24 @@ void Check(CommandContext& ctx) {
   ServerEngine engine(ctx);
   command::RunCheck(engine, ctx.w, Verb::kCheck, ctx.args, Lookup(ctx), ctx.limit_cache);
 }
+// RL.CHECK and RL.PEEK waiting in a pipeline: their states' table lines, requested while the
+// commands ahead of them run, for a named policy (from the connection's policy cache) or else for
+// the inline list this client sent last (its limit cache), which most clients repeat. The list is
+// not compared with the command's tokens (the command does that): a wrong guess, like an unknown
+// name, loads lines nobody reads and changes no answer.
+void PrefetchCheck(CommandContext& ctx) {
+  const absl::Span<const std::string_view> args = ctx.args;
+  if (args.size() < 3) return;
+  if (args.size() >= 4 && EqualsIgnoreCase(args[2], "POLICY")) {
+    if (std::shared_ptr<const Policy> p = ctx.policy_cache->Find(ctx.state.policies, args[3])) {
+      ctx.state.limiter->Prefetch(p->name, args[1], p->limits);
+    }
+    return;
+  }
+  if (absl::Span<const Limit> limits = ctx.limit_cache->last(); !limits.empty()) {
+    ctx.state.limiter->Prefetch(command::kInlineScope, args[1], limits);
+  }
+}
 void Peek(CommandContext& ctx) {
   ServerEngine engine(ctx);
   command::RunCheck(engine, ctx.w, Verb::kPeek, ctx.args, Lookup(ctx), ctx.limit_cache);
@@ -251,6 +269,9 @@ CommandSpec RowFrom(const command::CommandDoc& doc) {
   spec.first_key = doc.first_key;
   spec.complexity = doc.complexity;
   spec.family = kFamilyRl;
+  if (doc.id == command::CommandId::kCheck || doc.id == command::CommandId::kPeek) {
+    spec.prefetch = PrefetchCheck;
+  }
   for (const command::CommandDoc& sub : doc.subcommands) spec.subcommands.push_back(RowFrom(sub));
   return spec;
 }

@@ -326,6 +326,21 @@ TEST(LimitCacheTest, TheSameBytesAreParsedOnce) {
   EXPECT_TRUE(options.headers);
 }
 
+// last() is the list stored last, whatever comes next (rl-server's prefetch guesses with it).
+TEST(LimitCacheTest, LastIsTheListStoredLast) {
+  LimitCache cache;
+  EXPECT_TRUE(cache.last().empty());
+  Request r;
+  ASSERT_TRUE(
+      ParseWith(&cache, {"RL.CHECK", "k", "GCRA", "5", "1s", "FIXED_WINDOW", "9", "1h"}, &r).ok());
+  ASSERT_EQ(cache.last().size(), 2u);
+  EXPECT_EQ(cache.last()[0], (Limit{Algorithm::kGcra, 5, 1000}));
+  EXPECT_EQ(cache.last()[1], (Limit{Algorithm::kFixedWindow, 9, 3600000}));
+  ASSERT_TRUE(ParseWith(&cache, {"RL.CHECK", "k", "TOKEN_BUCKET", "3", "1m"}, &r).ok());
+  ASSERT_EQ(cache.last().size(), 1u);
+  EXPECT_EQ(cache.last()[0], (Limit{Algorithm::kTokenBucket, 3, 60000}));
+}
+
 TEST(LimitCacheTest, WhatFollowsTheCachedBytesIsStillParsed) {
   LimitCache cache;
   Request r;

@@ -321,5 +321,106 @@ TEST_F(RlCommandsTest, PipelinedRepliesInOrder) {
   EXPECT_GE(c.Call({"DBSIZE"}).integer, 1);
 }
 
+// The wire form of a RESP2 reply, with the two times of a check's reply (retry_after_ms,
+// reset_after_ms: the last two of five integers) moved into *times, since they count down with
+// the clock between two runs of the same commands.
+std::string WireForm(const Reply& r, std::vector<int64_t>* times) {
+  switch (r.type) {
+    case '+':
+    case '-':
+      return std::string(1, r.type) + r.str + "\r\n";
+    case ':':
+      return ":" + std::to_string(r.integer) + "\r\n";
+    case '$':
+      return "$" + std::to_string(r.str.size()) + "\r\n" + r.str + "\r\n";
+    case '*': {
+      std::string out = "*" + std::to_string(r.elements.size()) + "\r\n";
+      const bool check =
+          r.elements.size() == 5 && std::all_of(r.elements.begin(), r.elements.end(),
+                                                [](const Reply& e) { return e.type == ':'; });
+      for (size_t i = 0; i < r.elements.size(); ++i) {
+        if (check && i >= 3) {
+          times->push_back(r.elements[i].integer);
+          out += ":<time>\r\n";
+        } else {
+          out += WireForm(r.elements[i], times);
+        }
+      }
+      return out;
+    }
+    default:
+      return std::string("?") + r.type + r.str;
+  }
+}
+
+// A pipeline whose checks the server reads ahead (and loads their states early) answers exactly
+// as the same commands sent one at a time: new and existing keys, allowed and denied, malformed
+// checks, a policy defined in the middle of the pipeline, inline commands, a transaction.
+TEST_F(RlCommandsTest, PipelinedChecksAnswerAsSentOneByOne) {
+  // p: a key prefix per run, so both start fresh (their policies too).
+  auto policy_of = [](const std::string& p) { return "ahead_" + p + std::to_string(::getpid()); };
+  auto commands = [&](const std::string& p) {
+    const std::string policy = policy_of(p);
+    const std::vector<std::string> tb = {"TOKEN_BUCKET", "3", "1m"};
+    auto check = [&](const std::string& key, std::vector<std::string> limits) {
+      std::vector<std::string> c = {"RL.CHECK", p + key};
+      c.insert(c.end(), limits.begin(), limits.end());
+      return RespClient::Encode(c);
+    };
+    const std::vector<std::string> two = {"SLIDING_WINDOW", "2", "1m", "FIXED_WINDOW", "5", "1h"};
+    return std::vector<std::string>{
+        // clang-format off
+        check("a", tb), check("a", tb), check("b", tb), check("a", tb), check("a", tb),
+        check("b", tb), check("c", {"TOKEN_BUCKET", "3", "1m", "COST", "5"}),
+        check("a", {"NOPE", "3", "1m"}), check("a", {"TOKEN_BUCKET", "3"}),
+        RespClient::Encode({"RL.CHECK", p + "a"}), RespClient::Encode({"rl.check", p + "d", "TOKEN_BUCKET", "3", "1m"}),
+        check("e", two), check("e", two), check("e", two), check("a", tb),
+        check("f", {"POLICY", policy}),
+        RespClient::Encode({"RL.POLICY", "SET", policy, "GCRA", "2", "1m"}),
+        check("f", {"POLICY", policy}), check("f", {"POLICY", policy}),
+        check("f", {"POLICY", policy}), check("f", {"POLICY", "no-such-policy"}),
+        RespClient::Encode({"RL.PEEK", p + "a", "TOKEN_BUCKET", "3", "1m"}),
+        "RL.CHECK " + p + "g TOKEN_BUCKET 3 1m\r\n",  // inline, between multibulks
+        check("g", tb), "PING\r\n", check("g", tb), RespClient::Encode({"MULTI"}),
+        check("h", tb), check("h", tb), RespClient::Encode({"EXEC"}), check("h", tb),
+        RespClient::Encode({"PING"}), check("b", tb)};
+    // clang-format on
+  };
+  // A reply as its wire form, with the run's policy name (errors echo it) as "<policy>".
+  auto wire = [&](const Reply& r, const std::string& p, std::vector<int64_t>* times) {
+    std::string out = WireForm(r, times);
+    const std::string name = policy_of(p);
+    for (size_t at; (at = out.find(name)) != std::string::npos;)
+      out.replace(at, name.size(), "<policy>");
+    return out;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  RespClient one(port());
+  std::vector<int64_t> one_times;
+  std::vector<std::string> one_by_one;
+  for (const std::string& c : commands("one")) {
+    ASSERT_TRUE(one.SendRaw(c));
+    one_by_one.push_back(wire(one.Read(), "one", &one_times));
+  }
+  RespClient burst(port());
+  std::vector<int64_t> burst_times;
+  std::string all;
+  for (const std::string& c : commands("burst")) all += c;
+  ASSERT_TRUE(burst.SendRaw(all));
+  for (size_t i = 0; i < one_by_one.size(); ++i) {
+    EXPECT_EQ(wire(burst.Read(), "burst", &burst_times), one_by_one[i]) << "command " << i;
+  }
+  const int64_t elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
+  ASSERT_EQ(burst_times.size(), one_times.size());
+  for (size_t i = 0; i < one_times.size(); ++i) {
+    // The same up to the clock: the runs' checks were apart by other times (at most all of it).
+    EXPECT_LE(std::abs(burst_times[i] - one_times[i]), elapsed_ms + 1) << i;
+  }
+  EXPECT_EQ(burst.Call({"RL.POLICY", "DEL", policy_of("one")}).integer, 1);
+  EXPECT_EQ(burst.Call({"RL.POLICY", "DEL", policy_of("burst")}).integer, 1);
+}
+
 }  // namespace
 }  // namespace rl::test

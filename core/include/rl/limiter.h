@@ -83,6 +83,12 @@ class Limiter final : public LeaseIssuer {
   // A policy's limits under the policy's name. A shadow policy never denies: a check its limits
   // deny is allowed with Decision::shadow_denied set and consumes nothing.
   absl::StatusOr<Decision> Check(const Policy& policy, std::string_view key, int64_t cost = 1);
+  // A hint, never a change: starts loading the table lines a check of (scope, key, limits) will
+  // read (at most its first two limits), so a caller holding several checks at once (rl-server
+  // with a pipeline in its read buffer) overlaps their cache misses instead of taking them one
+  // after another. Takes each shard's lock for a moment (another thread may be growing the table)
+  // and does nothing for limits it cannot place (CONCURRENCY) or that are not valid.
+  void Prefetch(std::string_view scope, std::string_view key, absl::Span<const Limit> limits);
   // A limit with BLOCK (Limit::block_ms) that denies a check starts a penalty block: every check
   // of it is then denied for block_ms, with retry_after_ms = what is left (see step.h). A
   // CONCURRENCY limit is refused here: it takes leases (Acquire).

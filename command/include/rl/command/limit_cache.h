@@ -62,6 +62,11 @@ class LimitCache {
   // the same limits); *end is then the position after them. Otherwise an empty span.
   absl::Span<const Limit> Find(absl::Span<const std::string_view> args, size_t pos,
                                size_t* end) const;
+  // The list stored last (empty: none), whatever tokens come: a guess at the next command's limits
+  // for a hint (rl-server's prefetch), never for an answer.
+  absl::Span<const Limit> last() const {
+    return absl::MakeConstSpan(limits_.data(), tokens_ > 0 ? count_ : 0);
+  }
   // Remembers that args[pos, end) parsed (and validated) to `limits`; too long a list is not kept
   // (and the previous entry is dropped).
   void Store(absl::Span<const std::string_view> args, size_t pos, size_t end,
