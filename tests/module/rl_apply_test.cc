@@ -110,19 +110,20 @@ TEST(RlApplyTest, ACheckReplicatesBytesBoundedByTheCall) {
   EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
 }
 
-// A key its user expired (PEXPIRE) is absent once lapsed, even while the server still holds it:
-// the next check starts from a fresh state, not the one stored. With active expiry off the key
-// lapses in place, so the check itself finds it expired: the server deletes it, propagates DEL
-// and wraps it with the check's RL.PUT in MULTI/EXEC, which the replica and the AOF replay to the
-// master's value and TTL (SameData and the AOF digest after Changes).
+// A key its user expired (PEXPIRE, PEXPIREAT) is absent once lapsed, even while the server still
+// holds it: the next check starts from a fresh state, not the one stored. With active expiry off
+// the key lapses in place, so the check itself finds it expired: the server deletes it, propagates
+// DEL and wraps it with the check's RL.PUT in MULTI/EXEC, which the replica and the AOF replay to
+// the master's value and TTL (SameData and the AOF digest after Changes).
 template <class Call>
 void ExpiredByTheUser(RedisServer& master, Call&& call) {
   const Cmd check = {"RL.CHECK", "x", "TOKEN_BUCKET", "5", "1h"};
   for (int i = 0; i < 3; ++i) call(check);
   EXPECT_EQ(call({"RL.PEEK", "x", "TOKEN_BUCKET", "5", "1h", "COST", "0"}).Ints().at(2), 2);
   ASSERT_EQ(call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str, "OK");
-  // Any read of the key once lapsed would delete it: its end is set, then never asked.
-  const long long at = TimeMs(master.Call({"TIME"})) + 20;
+  // Any read of the key once lapsed would delete it: its end is set, then never asked. A time
+  // already past would delete it at once (not an expiry): 300 ms leaves room for a stall.
+  const long long at = TimeMs(master.Call({"TIME"})) + 300;
   ASSERT_EQ(call({"PEXPIREAT", "x", std::to_string(at)}).integer, 1);
   const long long expired = std::stoll(master.InfoField("stats", "expired_keys"));
   // Wait on the server's clock (TIME touches no key) until the key has lapsed.
