@@ -110,6 +110,37 @@ TEST(RlApplyTest, ACheckReplicatesBytesBoundedByTheCall) {
   EXPECT_EQ(RlStat(replica, "apply_mismatches"), 0);
 }
 
+// A key its user expired (PEXPIRE, PEXPIREAT) is absent once lapsed, even while the server still
+// holds it: the next check starts from a fresh state, not the one stored. With active expiry off
+// the key lapses in place, so the check itself finds it expired: the server deletes it, propagates
+// DEL and wraps it with the check's RL.PUT in MULTI/EXEC, which the replica and the AOF replay to
+// the master's value and TTL (SameData and the AOF digest after Changes).
+template <class Call>
+void ExpiredByTheUser(RedisServer& master, Call&& call) {
+  const Cmd check = {"RL.CHECK", "x", "TOKEN_BUCKET", "5", "1h"};
+  for (int i = 0; i < 3; ++i) call(check);
+  EXPECT_EQ(call({"RL.PEEK", "x", "TOKEN_BUCKET", "5", "1h", "COST", "0"}).Ints().at(2), 2);
+  ASSERT_EQ(call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str, "OK");
+  // Any read of the key once lapsed would delete it: its end is set, then never asked. A time
+  // already past would delete it at once (not an expiry): 300 ms leaves room for a stall.
+  const long long at = TimeMs(master.Call({"TIME"})) + 300;
+  ASSERT_EQ(call({"PEXPIREAT", "x", std::to_string(at)}).integer, 1);
+  const long long expired = std::stoll(master.InfoField("stats", "expired_keys"));
+  // Wait on the server's clock (TIME touches no key) until the key has lapsed.
+  EXPECT_TRUE(WaitUntil([&] { return TimeMs(master.Call({"TIME"})) > at; }, milliseconds(5000),
+                        milliseconds(2)));
+  const Reply fresh = call(check);
+  ASSERT_EQ(fresh.Ints().size(), 5u) << Show(fresh);
+  EXPECT_EQ(fresh.Ints()[0], 1);
+  EXPECT_EQ(fresh.Ints()[2], 4) << "a fresh bucket, not the 2 tokens stored: " << Show(fresh);
+  EXPECT_EQ(std::stoll(master.InfoField("stats", "expired_keys")), expired + 1)
+      << "the check found the key expired, not gone";
+  const long long pttl = call({"PTTL", "x"}).integer;
+  EXPECT_GT(pttl, 700000);
+  EXPECT_LE(pttl, 720000);
+  ASSERT_EQ(call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str, "OK");
+}
+
 // Every kind of change, on keys that PEEKs and digests then compare.
 std::vector<std::string> Changes(RedisServer& master) {
   std::vector<std::string> leases;
@@ -138,6 +169,7 @@ std::vector<std::string> Changes(RedisServer& master) {
   EXPECT_EQ(call({"RL.RESET", "f", "LEAKY_BUCKET", "5", "1h"}).integer, 1);  // DEL
   call({"RL.CHECK", "h", "GCRA", "5", "1h", "SLIDING_WINDOW", "5", "1h"});
   EXPECT_EQ(call({"RL.RESET", "h", "GCRA", "5", "1h"}).integer, 1);  // one state left
+  ExpiredByTheUser(master, call);
   // A denial by a log that first drops a run which left its window changes the stored bytes
   // (nothing else: the log's end stays the newest run's). The sleeps are lower bounds; only a
   // stall of 1.5 s between the last two calls would let the second run leave too.
@@ -153,7 +185,7 @@ std::vector<std::string> Changes(RedisServer& master) {
 }
 
 ::testing::AssertionResult SameData(RedisServer& a, RedisServer& b) {
-  const char* const keys[] = {"a", "b", "c", "d", "e", "g", "h", "p"};
+  const char* const keys[] = {"a", "b", "c", "d", "e", "g", "h", "p", "x"};
   for (const char* key : keys) {
     const Reply x = a.Call({"DEBUG", "DIGEST-VALUE", key});
     const Reply y = b.Call({"DEBUG", "DIGEST-VALUE", key});
