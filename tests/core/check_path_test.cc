@@ -2,10 +2,6 @@
 // before the shard lock is taken (so its cost is not spent holding it), and a denial that changes
 // nothing writes nothing to the store's tables (so threads denied on one hot key leave the key's
 // cache line shared). Both are invisible in a check's answers; these tests observe them directly.
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <csignal>
 #include <cstdint>
@@ -17,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "read_only_tables.h"
 #include "rl/limiter.h"
 #include "store.h"
 
@@ -88,39 +85,19 @@ TEST(CheckPathTest, ClockIsReadOnceBeforeTheShardLock) {
   }
 }
 
-// The live table blocks mapped from the kernel (a block of 4 KiB or more is; see TableAlloc).
-std::vector<std::pair<void*, size_t>>& Blocks() {
-  static std::vector<std::pair<void*, size_t>> blocks;
-  return blocks;
-}
-void Track(void* block, size_t bytes, bool mapped) {
-  if (mapped) {
-    Blocks().emplace_back(block, bytes);
-  } else {
-    std::erase(Blocks(), std::make_pair(block, bytes));
-  }
-}
-
-// Runs a check of `limit` on `key` in a child process whose table blocks are all read-only: its
-// exit status is 0 when the check was denied, 1 when allowed, and it dies of SIGSEGV when the check
-// wrote to a table.
+// Runs a check of `limit` on `key` in a child process whose table blocks are all read-only: 0 when
+// the check was denied, 1 when allowed, -SIGSEGV when the check wrote to a table.
 int CheckWithTablesReadOnly(Limiter& limiter, const Limit& limit, const std::string& key) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (auto [block, bytes] : Blocks()) mprotect(block, bytes, PROT_READ);
+  return table_test::InChildWithTablesReadOnly([&] {
     absl::StatusOr<Decision> d = limiter.Check("", key, {limit});
-    _exit(!d.ok() ? 3 : d->allowed ? 1 : 0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) return -WTERMSIG(status);
-  return WEXITSTATUS(status);
+    return !d.ok() ? 3 : d->allowed ? 1 : 0;
+  });
 }
 
 class DenialTest : public ::testing::TestWithParam<Algorithm> {};
 
 TEST_P(DenialTest, UnchangedDenialWritesNothingToTheTables) {
-  internal::SetTableMapHookForTesting(&Track);
+  internal::SetTableMapHookForTesting(&table_test::Track);
   ManualClock clock(1000);
   {
     Limiter limiter(LimiterOptions{.shards = 1, .sweep_interval_ms = 0, .clock = &clock});
@@ -128,7 +105,7 @@ TEST_P(DenialTest, UnchangedDenialWritesNothingToTheTables) {
     // Enough states that the shard's table is a mapped block.
     for (int i = 0; i < 400; ++i)
       ASSERT_TRUE(limiter.Check("", "k" + std::to_string(i), {limit}).ok());
-    if (Blocks().empty()) {
+    if (table_test::Blocks().empty()) {
       internal::SetTableMapHookForTesting(nullptr);
       GTEST_SKIP() << "no mapped table blocks (AddressSanitizer allocates them all from the heap)";
     }
@@ -142,7 +119,7 @@ TEST_P(DenialTest, UnchangedDenialWritesNothingToTheTables) {
     EXPECT_EQ(CheckWithTablesReadOnly(limiter, limit, "k7"), -SIGSEGV);
   }
   internal::SetTableMapHookForTesting(nullptr);
-  Blocks().clear();
+  table_test::Blocks().clear();
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DenialTest,

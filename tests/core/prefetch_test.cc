@@ -3,21 +3,22 @@
 // limit list (invalid limits, CONCURRENCY, an empty list) without effect, and writes nothing to
 // the store's tables (checked in a child whose table blocks are read-only, as check_path_test.cc
 // does for denials).
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "read_only_tables.h"
 #include "rl/limiter.h"
 #include "store.h"
 
 namespace rl {
 namespace {
+
+using table_test::Blocks;
+using table_test::InChildWithTablesReadOnly;
+using table_test::Track;
 
 constexpr int64_t kMinute = 60 * 1000;
 
@@ -63,33 +64,6 @@ TEST(PrefetchTest, ChangesNoAnswer) {
   EXPECT_EQ(with.KeyCount(), without.KeyCount());
 }
 
-std::vector<std::pair<void*, size_t>>& Blocks() {
-  static std::vector<std::pair<void*, size_t>> blocks;
-  return blocks;
-}
-void Track(void* block, size_t bytes, bool mapped) {
-  if (mapped) {
-    Blocks().emplace_back(block, bytes);
-  } else {
-    std::erase(Blocks(), std::make_pair(block, bytes));
-  }
-}
-
-// Runs `f` in a child process whose table blocks are all read-only: 0 when it returned, minus the
-// signal that ended it otherwise (SIGSEGV: it wrote to a table).
-template <typename F>
-int InChildWithTablesReadOnly(F f) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (auto [block, bytes] : Blocks()) mprotect(block, bytes, PROT_READ);
-    f();
-    _exit(0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
-}
-
 TEST(PrefetchTest, WritesNothingToTheTables) {
   internal::SetTableMapHookForTesting(&Track);
   ManualClock clock(1000);
@@ -112,10 +86,14 @@ TEST(PrefetchTest, WritesNothingToTheTables) {
                     limiter.Prefetch("", "k" + std::to_string(i), limits);
                   }
                 }
+                return 0;
               }),
               0);
     // The protection covers the tables: a check that stores a new state faults.
-    EXPECT_EQ(InChildWithTablesReadOnly([&] { (void)limiter.Check("", "new", sets[0]); }),
+    EXPECT_EQ(InChildWithTablesReadOnly([&] {
+                (void)limiter.Check("", "new", sets[0]);
+                return 0;
+              }),
               -SIGSEGV);
   }
   internal::SetTableMapHookForTesting(nullptr);
