@@ -207,14 +207,13 @@ bool Connection::ProcessInput() {
       read_closed_ = true;
       break;
     }
+    if (!parsed_ahead && !args_.empty()) found = FindCommand(args_[0]);
     // Multibulk commands only: the arguments of an inline one may live in the parser, which the
     // next parse would overwrite.
     if (buf[0] == '*' && consumed < buf.size() && buf[consumed] == '*') {
       LookAhead(buf.substr(consumed));
     }
-    if (!args_.empty()) {
-      Execute(absl::MakeConstSpan(args_), parsed_ahead ? found : FindCommand(args_[0]));
-    }
+    if (!args_.empty()) Execute(absl::MakeConstSpan(args_), found);
     in_start_ += consumed;
     if (closed_) return false;
     if (session_.pause_ms > 0) break;  // the rest waits for the pause (OnInput)
@@ -235,8 +234,7 @@ void Connection::LookAhead(std::string_view rest) {
   if (parser_.Parse(rest, &consumed, &next_args_) != resp::ParseStatus::kCommand) return;
   have_next_ = true;
   next_consumed_ = consumed;
-  if (next_args_.empty()) return;
-  const CommandSpec* spec = next_found_ = FindCommand(next_args_[0]);
+  const CommandSpec* spec = next_found_ = next_args_.empty() ? nullptr : FindCommand(next_args_[0]);
   if (!session_.authenticated || txn_.active()) return;
   if (spec != nullptr && spec->prefetch != nullptr) {
     CommandContext ctx{next_args_,       writer_,       session_, worker_->state(),

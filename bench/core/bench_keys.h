@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -68,6 +69,22 @@ struct alignas(64) LockedShard {
   std::mutex mu;
   absl::flat_hash_map<std::string, BareState, PreHash, PreEq> map;
 };
+inline constexpr size_t kFloorShards = 256;  // picked by the hash's top byte
+inline std::unique_ptr<LockedShard[]> MakeLockedFloor(const std::vector<std::string>& keys) {
+  auto shards = std::make_unique<LockedShard[]>(kFloorShards);
+  for (const std::string& k : keys) shards[PreHash{}(k) >> 56].map[k] = BareState{};
+  return shards;
+}
+// One update of the locked floor: the key hashed once, its shard locked, the bare map's update.
+inline const BareState& LockedFloorUpdate(LockedShard* shards, const std::string& k, size_t i) {
+  const Hashed h{k, PreHash{}(k)};
+  LockedShard& shard = shards[h.hash >> 56];
+  std::lock_guard<std::mutex> lock(shard.mu);
+  BareState& s = shard.map.find(h)->second;
+  s.a += 1;
+  s.b = static_cast<int64_t>(i);
+  return s;
+}
 // The CAS floor's value: two words like BareState, the first one atomic (copied only while the
 // map is built, single-threaded).
 struct CasState {

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -55,14 +54,7 @@ __attribute__((noinline)) int64_t RunBareLocked(rl::bench::LockedShard* shards,
                                                 size_t iterations) {
   int64_t sum = 0;
   for (size_t i = 0; i < iterations; ++i) {
-    const std::string& k = keys[Index(i, keys.size())];
-    const rl::bench::Hashed h{k, rl::bench::PreHash{}(k)};
-    rl::bench::LockedShard& shard = shards[h.hash >> 56];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    auto it = shard.map.find(h);
-    it->second.a += 1;
-    it->second.b = static_cast<int64_t>(i);
-    sum += it->second.a;
+    sum += rl::bench::LockedFloorUpdate(shards, keys[Index(i, keys.size())], i).a;
   }
   return sum;
 }
@@ -90,8 +82,7 @@ int main(int argc, char** argv) {
   for (const std::string& k : keys) bare[k] = BareState{};
   const int64_t allowed = RunChecks(limiter, clock, keys, checked, iterations);
   const int64_t sum = RunBare(bare, keys, iterations);
-  auto shards = std::make_unique<rl::bench::LockedShard[]>(256);
-  for (const std::string& k : keys) shards[rl::bench::PreHash{}(k) >> 56].map[k] = BareState{};
+  const auto shards = rl::bench::MakeLockedFloor(keys);
   const int64_t locked_sum = RunBareLocked(shards.get(), keys, iterations);
   std::printf("keys %zu iterations %zu limits %zu allowed %lld checksum %lld\n", n, iterations,
               limit_count, static_cast<long long>(allowed),

@@ -15,12 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/hash/hash.h"
 #include "absl/synchronization/mutex.h"
 #include "bench_keys.h"
 #include "rl/limiter.h"
@@ -32,11 +30,9 @@ namespace {
 // key"), shared with check_icount.
 using bench::BareState;
 using bench::CasState;
-using bench::Hashed;
 using bench::Index;
 using bench::LockedShard;
 using bench::MakeKeys;
-using bench::PreHash;
 
 // One fixture alive at a time (1 M-key limiters are big); built by the first thread that asks.
 struct Fixture {
@@ -133,47 +129,35 @@ void BM_BareMapLocked(benchmark::State& state) {
 //  - BM_CasMap: the bare map with the first word updated by one compare-and-swap (no lock; the
 //    map is never resized while the threads run): the floor of a lock-free update.
 // Named without "bare" so bench/run keeps BM_BareMap as every row's baseline.
-constexpr int kFloorShards = 256;
-struct ShardedFloor {
-  std::string name;
+//
+// Floors holds both maps for one key count at a time (built by the first thread that asks).
+struct Floors {
   std::vector<std::string> keys;
-  std::unique_ptr<LockedShard[]> shards = std::make_unique<LockedShard[]>(kFloorShards);
+  std::unique_ptr<LockedShard[]> locked;
+  absl::flat_hash_map<std::string, CasState> cas;
 };
 absl::Mutex floor_mu;
-std::unique_ptr<ShardedFloor> sharded_floor ABSL_GUARDED_BY(floor_mu);
-std::unique_ptr<std::pair<std::vector<std::string>, absl::flat_hash_map<std::string, CasState>>>
-    cas_floor ABSL_GUARDED_BY(floor_mu);
+std::unique_ptr<Floors> floors ABSL_GUARDED_BY(floor_mu);
 
-ShardedFloor* GetShardedFloor(size_t n) {
+Floors* GetFloors(size_t n) {
   absl::MutexLock lock(&floor_mu);
-  const std::string name = std::to_string(n);
-  if (sharded_floor != nullptr && sharded_floor->name == name) return sharded_floor.get();
-  cas_floor.reset();
-  sharded_floor.reset();
-  auto f = std::make_unique<ShardedFloor>();
-  f->name = name;
+  if (floors != nullptr && floors->keys.size() == n) return floors.get();
+  floors.reset();
+  auto f = std::make_unique<Floors>();
   f->keys = MakeKeys(n);
-  for (const std::string& k : f->keys) {
-    f->shards[PreHash{}(k) >> 56].map[k] = BareState{};
-  }
-  sharded_floor = std::move(f);
-  return sharded_floor.get();
+  f->locked = bench::MakeLockedFloor(f->keys);
+  for (const std::string& k : f->keys) f->cas[k] = CasState{};
+  floors = std::move(f);
+  return floors.get();
 }
 
 void BM_ShardLockedMap(benchmark::State& state) {
   const size_t n = state.range(0);
-  ShardedFloor* f = GetShardedFloor(n);
+  Floors* f = GetFloors(n);
   const size_t threads = state.threads();
   size_t i = state.thread_index();
   for (auto _ : state) {
-    const std::string& k = f->keys[Index(i, n)];
-    const Hashed h{k, PreHash{}(k)};
-    LockedShard& shard = f->shards[h.hash >> 56];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    auto it = shard.map.find(h);
-    it->second.a += 1;
-    it->second.b = static_cast<int64_t>(i);
-    benchmark::DoNotOptimize(it->second);
+    benchmark::DoNotOptimize(bench::LockedFloorUpdate(f->locked.get(), f->keys[Index(i, n)], i));
     i += threads;
   }
   state.SetItemsProcessed(state.iterations());
@@ -181,23 +165,11 @@ void BM_ShardLockedMap(benchmark::State& state) {
 
 void BM_CasMap(benchmark::State& state) {
   const size_t n = state.range(0);
-  std::pair<std::vector<std::string>, absl::flat_hash_map<std::string, CasState>>* f;
-  {
-    absl::MutexLock lock(&floor_mu);
-    if (cas_floor == nullptr || cas_floor->first.size() != n) {
-      sharded_floor.reset();
-      cas_floor.reset();
-      cas_floor = std::make_unique<
-          std::pair<std::vector<std::string>, absl::flat_hash_map<std::string, CasState>>>();
-      cas_floor->first = MakeKeys(n);
-      for (const std::string& k : cas_floor->first) cas_floor->second[k] = CasState{};
-    }
-    f = cas_floor.get();
-  }
+  Floors* f = GetFloors(n);
   const size_t threads = state.threads();
   size_t i = state.thread_index();
   for (auto _ : state) {
-    auto it = f->second.find(f->first[Index(i, n)]);
+    auto it = f->cas.find(f->keys[Index(i, n)]);
     int64_t a = it->second.a.load(std::memory_order_relaxed);
     while (!it->second.a.compare_exchange_weak(a, a + 1, std::memory_order_acq_rel,
                                                std::memory_order_relaxed)) {
