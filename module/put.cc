@@ -250,15 +250,10 @@ int StoreWholeState(RedisModuleCtx* ctx, RedisModuleString* name, const WholeSta
 
 void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
                   const KeyState& state, int64_t expiry_ms, const void* value) {
+  SingleState single;
+  if (GetSingleState(state, &single)) return ReplicatePut(ctx, name, now_ms, single, value);
   int64_t capacity = 0, rate = 0;
   if (value != nullptr) PackedNumbers(value, &capacity, &rate);
-  SingleState single;
-  if (GetSingleState(state, &single)) {
-    char buf[kMaxForm2Bytes];
-    const size_t len = BuildForm2(buf, now_ms, single, capacity, rate);
-    RedisModule_Replicate(ctx, "RL.PUT", "sb", name, buf, len);
-    return;
-  }
   // One buffer for the module's life (commands run one at a time): no allocation per write.
   static std::string form;
   char head[kFixedBytes + 2 * kMaxVarintBytes];
@@ -270,6 +265,15 @@ void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
   form.assign(head, static_cast<size_t>(end - head));
   state.Encode(&form);
   RedisModule_Replicate(ctx, "RL.PUT", "sb", name, form.data(), form.size());
+}
+
+void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
+                  const SingleState& single, const void* value) {
+  int64_t capacity = 0, rate = 0;
+  if (value != nullptr) PackedNumbers(value, &capacity, &rate);
+  char buf[kMaxForm2Bytes];
+  const size_t len = BuildForm2(buf, now_ms, single, capacity, rate);
+  RedisModule_Replicate(ctx, "RL.PUT", "sb", name, buf, len);
 }
 
 int PutCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, int ctx_flags) {
