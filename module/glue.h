@@ -41,12 +41,13 @@ class ModuleSink {
 // argv as views (valid for the command's duration).
 using ArgViews = absl::InlinedVector<std::string_view, 16>;
 inline ArgViews Views(RedisModuleString** argv, int argc) {
-  ArgViews out;
-  out.reserve(static_cast<size_t>(argc));
+  // Sized once and filled in place: a push per argument costs more than its StringPtrLen.
+  ArgViews out(static_cast<size_t>(argc));
+  std::string_view* views = out.data();
   for (int i = 0; i < argc; ++i) {
     size_t len = 0;
     const char* p = RedisModule_StringPtrLen(argv[i], &len);
-    out.emplace_back(p, len);
+    views[i] = std::string_view(p, len);
   }
   return out;
 }

@@ -55,6 +55,7 @@
 
 #include "redis_module_api.h"
 #include "rl/key_state.h"
+#include "rl/key_state_single.h"
 
 namespace rl::module {
 
@@ -70,6 +71,9 @@ inline bool FitsPut(const KeyState& state) { return state.MemoryBytes() <= kMaxP
 // `value` is the key's value (its small form's numbers go with it), or null.
 void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
                   const KeyState& state, int64_t expiry_ms, const void* value);
+// The same for a state of exactly one two-word state, read already (GetSingleState).
+void ReplicatePut(RedisModuleCtx* ctx, RedisModuleString* name, int64_t now_ms,
+                  const SingleState& single, const void* value);
 
 // RL.PUT's handler, after the permission check (permissions.h) that RegisterPut puts in front;
 // `ctx_flags`: RedisModule_GetContextFlags(ctx).

@@ -183,6 +183,13 @@ class KeyEngine {
                                    const int64_t* cell_tat_ns = nullptr) {
     StateKey key(ctx_, key_, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!key.status().ok()) return key.status();
+    return ConsumeOn(key, scope, limits, cost, shadow, policy, cell_tat_ns);
+  }
+  // Consume on the opened key. Every return is `d`, so the decision is built in the caller's
+  // slot rather than copied out (it holds every limit's result).
+  absl::StatusOr<Decision> ConsumeOn(StateKey& key, std::string_view scope,
+                                     absl::Span<const Limit> limits, int64_t cost, bool shadow,
+                                     const Policy* policy, const int64_t* cell_tat_ns) {
     const int64_t now = Clock().NowMs();
     const bool adopted =
         cell_tat_ns != nullptr && SeedCellState(key.state(), scope, limits[0], *cell_tat_ns, now);

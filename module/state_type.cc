@@ -151,7 +151,11 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   return copy.ok() ? ValueOf(*std::move(copy)) : nullptr;
 }
 
-size_t FreeEffort(RedisModuleString*, const void* value) { return Borrowed(value)->size(); }
+// A packed value holds one state: no need to unpack it to count (Redis asks on every delete,
+// an expired key's included).
+size_t FreeEffort(RedisModuleString*, const void* value) {
+  return IsPacked(value) ? 1 : Borrowed(value)->size();
+}
 
 absl::Status WrongType() { return absl::FailedPreconditionError(REDISMODULE_ERRORMSG_WRONGTYPE); }
 
@@ -311,7 +315,7 @@ StateKey::StateKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
 StateKey::~StateKey() {
   if (stored_) {
     // A change without Commit (an error after Check pruned) may still have moved the block.
-    if (!synced_) Sync({}, {});
+    if (!synced_) Sync();
     if (!IsPacked(value_)) {
       state_.ReleaseBlock();  // the key owns it
     } else if (KeepsBlock(state_.block())) {
@@ -321,19 +325,25 @@ StateKey::~StateKey() {
   if (key_ != nullptr) RedisModule_CloseKey(key_);
 }
 
-void* StateKey::ValueFor(std::string_view scope, absl::Span<const Limit> limits) const {
-  SingleState single;
-  if (GetSingleState(state_, &single)) {
-    if (void* packed = Pack(single, scope, limits, value_)) return packed;
+StateKey::Single StateKey::ReadSingle() const {
+  Single single;
+  single.is = GetSingleState(state_, &single.s);
+  return single;
+}
+
+void* StateKey::ValueFor(std::string_view scope, absl::Span<const Limit> limits,
+                         const Single& single) const {
+  if (single.is) {
+    if (void* packed = Pack(single.s, scope, limits, value_)) return packed;
   }
   const void* block = state_.block();
   return block != nullptr ? const_cast<void*>(block) : &g_empty_marker;
 }
 
-void StateKey::Sync(std::string_view scope, absl::Span<const Limit> limits) {
+void StateKey::Sync(std::string_view scope, absl::Span<const Limit> limits, const Single& single) {
   // A key opened for reading is never changed (nor repacked: Redis would refuse the new value).
   if (!writable_) return;
-  void* value = ValueFor(scope, limits);
+  void* value = ValueFor(scope, limits, single);
   synced_ = true;
   if (value == value_) return;
   // A block needs no freeing (the state kept, moved or freed it), an inline word holds nothing,
@@ -359,7 +369,7 @@ void StateKey::Propagate(bool replicate, Replicate&& effect) {
 
 bool StateKey::Drop() {
   if (!stored_) return false;
-  Sync({}, {});
+  Sync();
   RedisModule_DeleteKey(key_);  // frees the value (the current block; a packed word holds none)
   if (!IsPacked(value_)) state_.ReleaseBlock();  // freed with the key; else the state frees it
   stored_ = false;
@@ -367,9 +377,10 @@ bool StateKey::Drop() {
   return true;
 }
 
-bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits) {
+bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits,
+                     const Single& single) {
   if (!stored_) {
-    void* value = ValueFor(scope, limits);
+    void* value = ValueFor(scope, limits, single);
     if (RedisModule_ModuleTypeSetValue(key_, g_type, value) != REDISMODULE_OK) {
       FreeBox(value);  // the state (this StateKey's) still holds its block
       return false;
@@ -378,7 +389,7 @@ bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Li
     value_ = value;
     synced_ = true;
   } else {
-    Sync(scope, limits);
+    Sync(scope, limits, single);
   }
   // Relative to this node's clock: the key expires when its states are fresh, whatever the
   // offset between the anchored clock and the server's wall clock.
@@ -388,15 +399,18 @@ bool StateKey::Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Li
 }
 
 void StateKey::Commit(int64_t now_ms, bool replicate, const Effect& effect) {
-  const int64_t expiry_ms = state_.ExpiryMs();  // INT64_MIN when empty
+  const Single single = ReadSingle();
+  const int64_t expiry_ms = single.is ? single.s.expiry_ms : state_.ExpiryMs();  // MIN: empty
   if (expiry_ms <= now_ms) {
     // A state never stored is freed with this StateKey.
     if (Drop()) Propagate(replicate, [&] { RedisModule_Replicate(ctx_, "DEL", "s", name_); });
     return;
   }
-  if (!Store(TtlMs(expiry_ms, now_ms), effect.scope, effect.limits)) return;
+  if (!Store(TtlMs(expiry_ms, now_ms), effect.scope, effect.limits, single)) return;
   Propagate(replicate, [&] {
-    if (effect.whole || FitsPut(state_)) {
+    if (single.is) {
+      ReplicatePut(ctx_, name_, now_ms, single.s, value_);  // a one-state block fits RL.PUT
+    } else if (effect.whole || FitsPut(state_)) {
       ReplicatePut(ctx_, name_, now_ms, state_, expiry_ms, value_);
     } else {
       ReplicateEffect(ctx_, name_, now_ms, effect, state_.size(), expiry_ms);
@@ -415,7 +429,7 @@ void StateKey::CommitReplayed(int64_t op_now_ms, int ctx_flags, const Effect& ef
     }
     return;
   }
-  if (Store(ReplayTtlMs(expiry_ms, now_ms), effect.scope, effect.limits)) {
+  if (Store(ReplayTtlMs(expiry_ms, now_ms), effect.scope, effect.limits, ReadSingle())) {
     RedisModule_ReplicateVerbatim(ctx_);
   }
 }

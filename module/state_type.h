@@ -66,16 +66,27 @@ class StateKey {
   void CommitReplayed(int64_t op_now_ms, int ctx_flags, const Effect& effect);
 
  private:
-  // The value for the state as it is now: its packed word when it has one (compact_value.h; the
-  // call's `limits` under `scope` give the numbers), else its block or the empty marker.
-  void* ValueFor(std::string_view scope, absl::Span<const Limit> limits) const;
+  // The state read once as one two-word state, when it is exactly that (most keys): a write
+  // needs it for the expiry, the small form and RL.PUT's form, each of which would read it again.
+  struct Single {
+    bool is = false;
+    SingleState s;
+  };
+  Single ReadSingle() const;
+  // The value for the state as it is now (`single`: ReadSingle's): its packed word when it has
+  // one (compact_value.h; the call's `limits` under `scope` give the numbers), else its block or
+  // the empty marker.
+  void* ValueFor(std::string_view scope, absl::Span<const Limit> limits,
+                 const Single& single) const;
   // Points the key's value at ValueFor if a change moved the block or the packed word.
-  void Sync(std::string_view scope, absl::Span<const Limit> limits);
+  void Sync(std::string_view scope, absl::Span<const Limit> limits, const Single& single);
+  void Sync() { Sync({}, {}, ReadSingle()); }
   // Deletes the key when stored; true when it was.
   bool Drop();
   // Stores the state (a new key, a moved block, a new packed word) with a TTL of `ttl_ms`; false
   // when Redis refused the value.
-  bool Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits);
+  bool Store(int64_t ttl_ms, std::string_view scope, absl::Span<const Limit> limits,
+             const Single& single);
   // Runs `effect` (which replicates the change) when `replicate`; otherwise only counts the
   // change as a write.
   template <class Replicate>
