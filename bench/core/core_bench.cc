@@ -84,19 +84,31 @@ Fixture* GetFixture(const std::string& name, size_t n, int algorithm, bool stead
   return fixture.get();
 }
 
-void BM_BareMap(benchmark::State& state) {
-  const size_t n = state.range(0);
-  Fixture* f = GetFixture("bare/" + std::to_string(n), n, -1, false, false);
+// Runs `update(i)` once per iteration; thread t takes the key indices t, t + threads, ... so
+// that the threads never share a key.
+template <class Update>
+void OnThreadsKeys(benchmark::State& state, Update&& update) {
   const size_t threads = state.threads();
   size_t i = state.thread_index();
   for (auto _ : state) {
-    auto it = f->bare.find(f->keys[Index(i, n)]);
-    it->second.a += 1;
-    it->second.b = static_cast<int64_t>(i);
-    benchmark::DoNotOptimize(it->second);
+    update(i);
     i += threads;
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+// The bare map's update of the i-th key: a find and two plain writes.
+void BareUpdate(Fixture* f, size_t n, size_t i) {
+  auto it = f->bare.find(f->keys[Index(i, n)]);
+  it->second.a += 1;
+  it->second.b = static_cast<int64_t>(i);
+  benchmark::DoNotOptimize(it->second);
+}
+
+void BM_BareMap(benchmark::State& state) {
+  const size_t n = state.range(0);
+  Fixture* f = GetFixture("bare/" + std::to_string(n), n, -1, false, false);
+  OnThreadsKeys(state, [&](size_t i) { BareUpdate(f, n, i); });
 }
 
 // The hot key's reference: the cheapest correct shared update, the bare map's find + update under
@@ -106,17 +118,10 @@ std::mutex bare_mu;
 void BM_BareMapLocked(benchmark::State& state) {
   const size_t n = state.range(0);
   Fixture* f = GetFixture("bare/" + std::to_string(n), n, -1, false, false);
-  const size_t threads = state.threads();
-  size_t i = state.thread_index();
-  for (auto _ : state) {
+  OnThreadsKeys(state, [&](size_t i) {
     std::lock_guard<std::mutex> lock(bare_mu);
-    auto it = f->bare.find(f->keys[Index(i, n)]);
-    it->second.a += 1;
-    it->second.b = static_cast<int64_t>(i);
-    benchmark::DoNotOptimize(it->second);
-    i += threads;
-  }
-  state.SetItemsProcessed(state.iterations());
+    BareUpdate(f, n, i);
+  });
 }
 
 // Floors for a check of distinct keys: the bare map's find + update made safe for concurrent
@@ -154,30 +159,22 @@ Floors* GetFloors(size_t n) {
 void BM_ShardLockedMap(benchmark::State& state) {
   const size_t n = state.range(0);
   Floors* f = GetFloors(n);
-  const size_t threads = state.threads();
-  size_t i = state.thread_index();
-  for (auto _ : state) {
+  OnThreadsKeys(state, [&](size_t i) {
     benchmark::DoNotOptimize(bench::LockedFloorUpdate(f->locked.get(), f->keys[Index(i, n)], i));
-    i += threads;
-  }
-  state.SetItemsProcessed(state.iterations());
+  });
 }
 
 void BM_CasMap(benchmark::State& state) {
   const size_t n = state.range(0);
   Floors* f = GetFloors(n);
-  const size_t threads = state.threads();
-  size_t i = state.thread_index();
-  for (auto _ : state) {
+  OnThreadsKeys(state, [&](size_t i) {
     auto it = f->cas.find(f->keys[Index(i, n)]);
     int64_t a = it->second.a.load(std::memory_order_relaxed);
     while (!it->second.a.compare_exchange_weak(a, a + 1, std::memory_order_acq_rel,
                                                std::memory_order_relaxed)) {
     }
     benchmark::DoNotOptimize(it->second);
-    i += threads;
-  }
-  state.SetItemsProcessed(state.iterations());
+  });
 }
 
 void RunChecks(benchmark::State& state, const std::string& name, int algorithm, bool steady,
