@@ -82,9 +82,11 @@ def reap(p, timeout=10):
 
 
 def free_port(cluster=False):
-    """A free loopback port; for a cluster node also port + 10000 (its bus), both <= 55535."""
+    """A free loopback port; for a cluster node also port + 10000 (its bus), both below Linux's
+    ephemeral range (32768 and up by default), where a client's source port could take the bus
+    port before a restarted node binds it again."""
     for _ in range(200):
-        port = random.randint(20000, 45535) if cluster else 0
+        port = random.randint(10000, 22767) if cluster else 0
         try:
             socks = []
             for q in ([port, port + 10000] if cluster else [port]):

@@ -336,7 +336,11 @@ std::vector<int> FreeClusterPorts(int count) {
   std::mt19937 rng(
       static_cast<unsigned>(::getpid()) ^
       static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  std::uniform_int_distribution<int> pick(20000, 45000);
+  // Both ports below Linux's ephemeral range (32768-60999 by default), which every outgoing
+  // connection's source port and every server bound to port 0 draw from: a node restarted or
+  // started later (a joiner) must find its bus port still free, and an ephemeral port taken in
+  // between by any test's client made it abort ("Failed listening on port ... (cluster)").
+  std::uniform_int_distribution<int> pick(10000, kClusterPortMax);
   std::vector<int> ports;
   for (int attempt = 0; attempt < 1000 && static_cast<int>(ports.size()) < count; ++attempt) {
     const int port = pick(rng);

@@ -142,7 +142,7 @@ struct ClusterNode {
 };
 
 // A Redis Cluster of `masters` masters with `replicas_per_master` replicas each, on loopback
-// ports <= 55535 (the cluster bus listens on port + 10000).
+// ports from FreeClusterPorts (the cluster bus listens on port + 10000).
 class RedisCluster {
  public:
   // `options` apply to every node (e.g. LoadModule); the cluster settings are added to them.
@@ -197,7 +197,11 @@ class RedisCluster {
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 
-// Ports p with p and p + 10000 both free on 127.0.0.1, p + 10000 <= 65535; `count` of them.
+// The highest port FreeClusterPorts picks: its bus port, p + 10000, stays below the ephemeral
+// range (32768 and up by default).
+inline constexpr int kClusterPortMax = 22767;
+
+// Ports p with p and p + 10000 both free on 127.0.0.1, p <= kClusterPortMax; `count` of them.
 std::vector<int> FreeClusterPorts(int count);
 
 }  // namespace rl::test
